@@ -1,0 +1,238 @@
+"""GRPO from scratch (DeepSeekMath, arXiv 2402.03300), with the DAPO (arXiv 2503.14476) and
+Dr. GRPO (arXiv 2503.20783) variants as options. The maths is the first screen of this file.
+"""
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
+BASELINES = ("mean", "median")
+
+
+def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1e-4):
+    """Group-relative advantages. rewards [N] with N = n_groups * group_size, groups contiguous.
+
+    A_i = (r_i - baseline(group)) / (std(group) + eps)   if scale_std   (GRPO)
+    A_i =  r_i - baseline(group)                         otherwise      (Dr. GRPO)
+    baseline is the group mean or median; std is the population std (divide by G).
+    Returns [N]. A group whose rewards are all equal gets advantage 0.
+    """
+    r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # [n_groups, G]
+    if baseline == "mean":
+        base = r.mean(1, keepdim=True)
+    elif baseline == "median":
+        base = r.median(1, keepdim=True).values if group_size % 2 else r.quantile(0.5, 1, keepdim=True)
+    else:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    adv = r - base
+    if scale_std:
+        adv = adv / (r.std(1, unbiased=False, keepdim=True) + eps)
+    return adv.view(-1)
+
+
+def kl_k3(logp, ref_logp):
+    """k3 estimator of KL(pi || pi_ref) per token (Schulman 2020): exp(d) - d - 1, d = ref - logp.
+    Always >= 0; unbiased for the KL when tokens are sampled from pi. Shapes [N, T] -> [N, T]."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
+                loss_type="grpo", max_len=None):
+    """Clipped surrogate with a KL penalty. Returns (loss scalar, stats dict).
+
+    logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
+    policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N];
+    mask [N, T] 1 on completion tokens (EOS included).
+    per-token: l = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3
+    aggregation (how tokens are averaged):
+      grpo     mean over each sequence's tokens, then mean over sequences
+      dapo     sum over all tokens / number of tokens in the batch   (token-level)
+      dr_grpo  sum over all tokens / (N * max_len), max_len a constant
+    """
+    m = mask.to(logp.dtype)
+    ratio = torch.exp(logp - old_logp)                                  # [N, T]
+    a = adv[:, None]                                                    # [N, 1]
+    surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
+    per_token = -surr                                                   # [N, T]
+    kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
+    per_token = per_token + beta * kl
+    if loss_type == "grpo":
+        loss = ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
+    elif loss_type == "dapo":
+        loss = (per_token * m).sum() / m.sum().clamp(min=1)
+    elif loss_type == "dr_grpo":
+        if not max_len:
+            raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
+        loss = (per_token * m).sum() / (logp.shape[0] * max_len)
+    else:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    with torch.no_grad():
+        clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
+        n = m.sum().clamp(min=1)
+        stats = {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl * m).sum() / n).item()}
+    return loss, stats
+
+
+@dataclass
+class GRPOConfig:
+    """One visible config per experiment. batch_size counts completions: batch_size / group_size
+    prompts per step, each sampled group_size times."""
+    steps: int = 100
+    batch_size: int = 256
+    group_size: int = 8
+    lr: float = 5e-4
+    temperature: float = 1.0
+    max_new_tokens: int = 8
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    beta: float = 0.0
+    loss_type: str = "grpo"
+    scale_std: bool = True
+    baseline: str = "mean"
+    updates_per_batch: int = 1
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    eval_every: int = 10
+    eval_n: int = 200
+    seed: int = 0
+
+    def validate(self):
+        """Raise ValueError naming the field and what is allowed; called before any training."""
+        def bad(name, allowed):
+            raise ValueError(f"GRPOConfig.{name}={getattr(self, name)!r} is invalid: {allowed}")
+        for name in ("steps", "batch_size", "max_new_tokens", "updates_per_batch"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                bad(name, "must be an integer >= 1")
+        if not isinstance(self.group_size, int) or self.group_size < 2:
+            bad("group_size", "must be an integer >= 2 (a group of one has no baseline to compare with)")
+        if self.batch_size % self.group_size:
+            bad("batch_size", f"must be divisible by group_size={self.group_size} "
+                              f"(e.g. {self.group_size * max(1, self.batch_size // self.group_size)})")
+        if self.loss_type not in LOSS_TYPES:
+            bad("loss_type", f"must be one of {LOSS_TYPES}")
+        if self.baseline not in BASELINES:
+            bad("baseline", f"must be one of {BASELINES}")
+        for name in ("lr", "eps_low", "eps_high", "temperature"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not v > 0:
+                bad(name, "must be a number > 0")
+        for name in ("beta", "max_grad_norm"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v < 0:
+                bad(name, "must be a number >= 0")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            bad("warmup_steps", "must be an integer >= 0")
+        if not isinstance(self.eval_every, int) or self.eval_every < 0:
+            bad("eval_every", "must be an integer >= 0 (0 = never)")
+        return self
+
+
+def grpo_step_loss(policy, ref, rollout, adv, old_logp, cfg, loss_fn=policy_loss):
+    """Forward the policy on a rollout and return (loss, stats, entropy [N, T]).
+    loss_fn has policy_loss's signature; it may return a loss alone (stats are then NaN)."""
+    from .policy import completion_logprobs
+
+    r = rollout
+    logp, ent = completion_logprobs(policy, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
+                                    cfg.temperature)
+    ref_logp = logp.detach()
+    if cfg.beta > 0:
+        with torch.no_grad():
+            ref_logp, _ = completion_logprobs(ref, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                              r.completion_mask, cfg.temperature)
+    out = loss_fn(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high,
+                  cfg.beta, cfg.loss_type, cfg.max_new_tokens)
+    loss, stats = out if isinstance(out, tuple) else (out, {"clip_frac": float("nan"), "kl": float("nan")})
+    return loss, stats, ent
+
+
+def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
+               ref=None, loss_fn=None, advantage_fn=None, progress=True, callback=None):
+    """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
+
+    prompts/answers: the training pool, sampled with replacement (seeded). reward_fn has the
+    verifier signature (completions, answer, **kw) -> list[float]. Every step records reward
+    mean/std, share of groups with zero reward spread, mean token entropy, KL to the reference,
+    clip fraction, mean completion length, and (every eval_every steps, and at the end)
+    held-out sampled pass@1 on the first eval_n eval prompts with the strict verifier.
+    loss_fn / advantage_fn, if given, replace policy_loss / group_advantages (same signatures):
+    the lab's exercises plug in here.
+    """
+    from tqdm.auto import tqdm
+
+    from .metrics import evaluate, masked_mean
+    from .policy import sample
+
+    cfg.validate()
+    prompts, answers = list(prompts), list(answers)
+    if not prompts or len(prompts) != len(answers):
+        raise ValueError(f"prompts and answers must be non-empty and the same length "
+                         f"(got {len(prompts)} and {len(answers)})")
+    loss_fn = loss_fn or policy_loss
+    advantage_fn = advantage_fn or group_advantages
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    if ref is None and cfg.beta > 0:
+        ref = copy.deepcopy(policy).eval().requires_grad_(False)
+    policy.eval()  # no dropout: the policy that is trained is the one that sampled
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
+    # linear warm-up from lr/warmup to lr, then constant (TRL's "constant_with_warmup")
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (cfg.warmup_steps + 1)))
+    G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
+    history = []
+
+    def held_out():
+        if eval_prompts is None:
+            return None
+        n = cfg.eval_n
+        return evaluate(policy, tokenizer, list(eval_prompts)[:n], list(eval_answers)[:n], k=1,
+                        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)["pass@1"]
+
+    t0 = time.time()
+    bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress)
+    for step in bar:
+        idx = rng.integers(0, len(prompts), n_prompts)
+        batch_p = [prompts[i] for i in idx]
+        batch_a = [answers[i] for i in idx for _ in range(G)]
+        ro = sample(policy, tokenizer, batch_p, k=G, temperature=cfg.temperature,
+                    max_new_tokens=cfg.max_new_tokens, generator=gen)          # N = n_prompts * G rows
+        rewards = torch.tensor(reward_fn(ro.texts, batch_a), dtype=torch.float32)  # [N]
+        adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)      # [N]
+        old_logp = ro.logprobs                                                # [N, T] sampler's log-probs
+        for _ in range(cfg.updates_per_batch):
+            loss, stats, ent = grpo_step_loss(policy, ref, ro, adv, old_logp, cfg, loss_fn)
+            opt.zero_grad()
+            loss.backward()
+            if cfg.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            opt.step()
+        sched.step()
+        rg = rewards.view(-1, G)
+        rec = {
+            "step": step + 1,
+            "reward_mean": rewards.mean().item(),
+            "reward_std": rewards.std(unbiased=False).item(),
+            "zero_spread_frac": (rg.max(1).values == rg.min(1).values).float().mean().item(),
+            "entropy": masked_mean(ent.detach(), ro.completion_mask).item(),
+            "kl": stats["kl"],
+            "clip_frac": stats["clip_frac"],
+            "completion_len": ro.completion_mask.sum(1).float().mean().item(),
+            "loss": loss.item(),
+            "heldout_pass@1": None,
+            "seconds": None,
+        }
+        if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps) or \
+                (not cfg.eval_every and step + 1 == cfg.steps):
+            rec["heldout_pass@1"] = held_out()
+        rec["seconds"] = time.time() - t0
+        history.append(rec)
+        bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}")
+        if callback:
+            callback(rec)
+    return history

@@ -1,0 +1,57 @@
+"""Metrics: pass@k (unbiased), held-out accuracy, masked means."""
+import numpy as np
+import torch
+
+from .policy import sample
+from .verifiers import strict_reward
+
+
+def pass_at_k(n, c, k):
+    """Unbiased pass@k from n samples with c correct (Chen et al., arXiv 2107.03374):
+
+        pass@k = 1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k / i)
+
+    in the numerically stable product form. Exactly 1.0 when n - c < k.
+    """
+    for name, v in (("n", n), ("c", c), ("k", k)):
+        if not float(v).is_integer() or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    if k < 1 or k > n:
+        raise ValueError(f"k must be in 1..n (n={n}), got k={k}")
+    if c > n:
+        raise ValueError(f"c (correct samples) cannot exceed n (samples): c={c}, n={n}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def masked_mean(x, mask):
+    """Mean of x [N, T] over positions where mask [N, T] is 1 (0.0 if the mask is empty)."""
+    m = mask.to(x.dtype)
+    return (x * m).sum() / m.sum().clamp(min=1)
+
+
+@torch.no_grad()
+def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_tokens=8,
+             reward_fn=strict_reward, seed=0, batch_size=2048):
+    """Sample k completions per prompt and score them. Returns a dict:
+
+    pass@1   mean reward over all samples (the unbiased pass@1)
+    pass@k   mean over prompts of the unbiased pass@k (only when k > 1)
+    correct  np.array [n_prompts] of correct counts out of k
+    texts    the sampled completions, k per prompt, grouped by prompt
+    """
+    g = torch.Generator().manual_seed(seed)
+    prompts, answers = list(prompts), list(answers)
+    per = max(1, batch_size // k)
+    texts, rewards = [], []
+    for i in range(0, len(prompts), per):
+        r = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
+                   max_new_tokens=max_new_tokens, generator=g)
+        texts += r.texts
+        rewards += reward_fn(r.texts, [a for a in answers[i : i + per] for _ in range(k)])
+    correct = np.asarray(rewards, dtype=float).reshape(len(prompts), k).sum(1)
+    out = {"pass@1": float(correct.sum() / (k * len(prompts))), "correct": correct, "texts": texts}
+    if k > 1:
+        out[f"pass@{k}"] = float(np.mean([pass_at_k(k, int(c), k) for c in correct]))
+    return out

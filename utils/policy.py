@@ -1,0 +1,168 @@
+"""The policy: loading a causal LM and its tokenizer, batched sampling, completion log-probs.
+
+Works with any Hugging Face causal LM (the shipped character-level GPT-2, or the hub's
+`gpt2` when online). Prompts are LEFT padded, and position ids are always computed from
+the attention mask, in sampling and in the training forward pass alike, so the policy
+that is trained is exactly the one that sampled.
+"""
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from . import BASE_MODEL_DIR
+
+SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
+
+
+def char_tokenizer(alphabet="0123456789+-*= "):
+    """A character-level tokenizer (tokenizers library) wrapped so AutoTokenizer can load it.
+
+    Every character of `alphabet` is one token; <pad>=0, <eos>=1, <unk>=2.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2}
+    for ch in alphabet:
+        vocab.setdefault(ch, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>",
+        padding_side="left", model_max_length=64,
+    )
+
+
+def load_policy(name=SHIPPED, device="cpu"):
+    """(model, tokenizer) for the shipped model (name 'rlvr-base' or a local path) or a hub name.
+
+    The tokenizer is set to left padding and gets a pad token if it has none (gpt2 has none).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = BASE_MODEL_DIR if name == SHIPPED else name
+    if name == SHIPPED and not os.path.exists(os.path.join(path, "config.json")):
+        raise FileNotFoundError(
+            f"the shipped base model is missing from {path}; rebuild it with `python -m utils.build_base_model`")
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path)
+    except OSError as e:
+        raise OSError(
+            f"could not load model {name!r}: it is not a local folder and the model hub could not be "
+            f"reached (no network, or no such model). Offline, use the shipped model: "
+            f"load_policy('{SHIPPED}') (files in {BASE_MODEL_DIR}). Original error: {str(e)[:200]}"
+        ) from None
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model.to(device), tok
+
+
+def position_ids_from_mask(mask):
+    """[B, T] attention mask (1 = real token) -> [B, T] position ids: 0 at each row's first
+    real token, counting up over real tokens; left padding gets position 0."""
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+@dataclass
+class Rollout:
+    """K completions for each of several prompts, flattened to N = n_prompts * K rows.
+
+    Row i is a completion of prompt i // K, so groups are contiguous.
+    """
+    prompt_ids: torch.Tensor       # [N, P] left padded
+    prompt_mask: torch.Tensor      # [N, P] 1 = real token
+    completion_ids: torch.Tensor   # [N, T] pad after EOS
+    completion_mask: torch.Tensor  # [N, T] 1 up to and including EOS
+    logprobs: torch.Tensor         # [N, T] log-prob of each sampled token under the sampler (0 where masked)
+    texts: list                    # N decoded completions, EOS and padding removed
+
+
+def encode_prompts(tokenizer, prompts, device="cpu"):
+    """Left-padded ids [B, P] and mask [B, P] for a list of prompt strings."""
+    enc = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device)
+
+
+@torch.no_grad()
+def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, generator=None):
+    """Sample k completions per prompt, batched, with a KV cache; stop each row at EOS.
+
+    temperature 0 means greedy. Returns a Rollout with N = len(prompts) * k rows.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    ids, mask = encode_prompts(tokenizer, prompts, device)
+    ids, mask = ids.repeat_interleave(k, 0), mask.repeat_interleave(k, 0)  # [N, P]
+    N = ids.shape[0]
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    out_ids = torch.full((N, max_new_tokens), pad, dtype=torch.long, device=device)
+    out_lp = torch.zeros(N, max_new_tokens, device=device)
+    done = torch.zeros(N, dtype=torch.bool, device=device)
+    lengths = torch.zeros(N, dtype=torch.long, device=device)
+
+    attn = mask
+    pos = position_ids_from_mask(mask)
+    inp, past = ids, None
+    for t in range(max_new_tokens):
+        out = model(input_ids=inp, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        logits = out.logits[:, -1, :].float()  # [N, V]
+        if temperature == 0:
+            logp = F.log_softmax(logits, -1)
+            tok = logits.argmax(-1)
+        else:
+            logp = F.log_softmax(logits / temperature, -1)
+            tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        tok = torch.where(done, torch.full_like(tok, pad), tok)
+        out_ids[:, t] = tok
+        out_lp[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
+        lengths += (~done).long()
+        done |= tok == eos
+        if done.all():
+            break
+        inp = tok[:, None]
+        pos = pos[:, -1:] + 1
+        attn = torch.cat([attn, torch.ones(N, 1, dtype=attn.dtype, device=device)], 1)
+    model.train(was_training)
+
+    T = int(lengths.max().item()) if N else 0
+    out_ids, out_lp = out_ids[:, :T], out_lp[:, :T]
+    cmask = (torch.arange(T, device=device)[None, :] < lengths[:, None]).long()  # [N, T]
+    texts = []
+    for row, n in zip(out_ids.tolist(), lengths.tolist()):
+        row = row[:n]
+        if row and row[-1] == eos:
+            row = row[:-1]
+        texts.append(tokenizer.decode(row, skip_special_tokens=True))
+    return Rollout(ids, mask, out_ids, cmask, out_lp, texts)
+
+
+def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0):
+    """Per-token log-probs and entropies of the completion tokens, in one forward pass.
+
+    prompt_ids/prompt_mask [N, P] (left padded), completion_ids/completion_mask [N, T].
+    Returns (logp [N, T], entropy [N, T]); both are 0 where completion_mask is 0.
+    Entropy is of the full next-token distribution (nats) at each completion position.
+    """
+    ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
+    mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
+    out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask))
+    P, T = prompt_ids.shape[1], completion_ids.shape[1]
+    logits = out.logits[:, P - 1 : P + T - 1, :].float()    # [N, T, V]: position j predicts token j+1
+    if temperature not in (0, 1.0):
+        logits = logits / temperature
+    logp_all = F.log_softmax(logits, -1)                   # [N, T, V]
+    logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # [N, T]
+    entropy = -(logp_all.exp() * logp_all).sum(-1)          # [N, T]
+    m = completion_mask.to(logp.dtype)
+    return logp * m, entropy * m

@@ -1,0 +1,42 @@
+"""The one setup call every notebook makes after finding the course: seeds, threads, plot style."""
+import os
+import random
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed=0):
+    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def setup(seed=0, quiet=False):
+    """Seed everything, quiet the libraries' chatter, set one plot style. Returns the device name."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        import datasets
+
+        datasets.disable_progress_bars()
+        datasets.logging.set_verbosity_error()
+    except ImportError:
+        pass
+    seed_everything(seed)
+    plt.rcParams.update({"figure.figsize": (10, 3.4), "figure.dpi": 90, "axes.grid": True,
+                         "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if not quiet:
+        print(f"torch {torch.__version__} on {device}; seed {seed}")
+    return device

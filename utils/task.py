@@ -1,0 +1,122 @@
+"""The arithmetic task: a seeded problem generator, one prompt format, and the splits.
+
+A problem is "a+b=" or "a-b="; the completion the model should write is the answer
+followed by end-of-sequence, e.g. prompt "37+29=" -> completion "66".
+
+Splits (written by `python -m utils.task`, loadable with `datasets`):
+  train  two-operand problems with operands 0..99; the only split anything trains on
+  valid  same distribution, disjoint; used only to decide when base-model pre-training stops
+  test   same distribution, disjoint from train and valid: held-out accuracy
+  ood    a 3-digit operand against a 1-2 digit one (100..999 op 0..99): out of distribution.
+         Pre-training sees a small share of *other* 3-digit problems, so the base model
+         solves these sometimes.
+"""
+import json
+import os
+import random
+
+from . import DATA_DIR
+
+OPS = "+-"
+SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 500, "ood": 500}
+SPLITS_SEED = 1234
+
+
+def format_prompt(a, op, b):
+    """'37+29=' : the one prompt format every lab uses."""
+    return f"{a}{op}{b}="
+
+
+def solve(a, op, b):
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    raise ValueError(f"unknown operator {op!r}; allowed: '+', '-', '*'")
+
+
+def make_problem(rng, lo=0, hi=99, ops=OPS, big_lo=None, big_hi=None):
+    """One problem as a dict {prompt, answer, a, op, b}; answer is a string like '-12'.
+
+    Operands are drawn uniformly from [lo, hi]. If big_lo/big_hi are given, one operand
+    (chosen at random) is drawn from [big_lo, big_hi] instead: the OOD family.
+    """
+    if not ops:
+        raise ValueError("ops must name at least one operator, e.g. '+-'")
+    a, b = rng.randint(lo, hi), rng.randint(lo, hi)
+    if big_lo is not None:
+        if rng.random() < 0.5:
+            a = rng.randint(big_lo, big_hi)
+        else:
+            b = rng.randint(big_lo, big_hi)
+    op = rng.choice(ops)
+    return {"prompt": format_prompt(a, op, b), "answer": str(solve(a, op, b)), "a": a, "op": op, "b": b}
+
+
+def make_splits(seed=SPLITS_SEED, sizes=None):
+    """All four splits as {name: [problem, ...]}, disjoint by prompt. Deterministic in seed."""
+    sizes = dict(SPLIT_SIZES, **(sizes or {}))
+    rng = random.Random(seed)
+    seen = set()
+    out = {}
+
+    def draw(n, **kw):
+        rows = []
+        while len(rows) < n:
+            p = make_problem(rng, **kw)
+            if p["prompt"] not in seen:
+                seen.add(p["prompt"])
+                rows.append(p)
+        return rows
+
+    # held-out splits first, so train can never take their prompts
+    out["test"] = draw(sizes["test"])
+    out["valid"] = draw(sizes["valid"])
+    out["ood"] = draw(sizes["ood"], big_lo=100, big_hi=999)
+    out["train"] = draw(sizes["train"])
+    return out
+
+
+def pretrain_problem(rng, train_prompts, ood_prompts, p_big=0.05):
+    """A problem for base-model pre-training: a train prompt, or (with probability p_big)
+    a fresh 3-digit problem that is not in the OOD split. Never a test/valid/ood prompt."""
+    if rng.random() < p_big:
+        while True:
+            p = make_problem(rng, big_lo=100, big_hi=999)
+            if p["prompt"] not in ood_prompts:
+                return p
+    return rng.choice(train_prompts)
+
+
+def split_path(name, data_dir=DATA_DIR):
+    return os.path.join(data_dir, "arithmetic", f"{name}.jsonl")
+
+
+def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
+    splits = make_splits(seed)
+    os.makedirs(os.path.join(data_dir, "arithmetic"), exist_ok=True)
+    for name, rows in splits.items():
+        with open(split_path(name, data_dir), "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return splits
+
+
+def load_split(name, n=None, data_dir=DATA_DIR):
+    """A split as a datasets.Dataset with columns prompt, answer, a, op, b (first n rows)."""
+    import datasets
+
+    if name not in SPLIT_SIZES:
+        raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
+    path = split_path(name, data_dir)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing; run `python -m utils.task` to write the splits")
+    ds = datasets.load_dataset("json", data_files=path, split="train")
+    return ds if n is None else ds.select(range(min(n, len(ds))))
+
+
+if __name__ == "__main__":
+    s = write_splits()
+    print({k: len(v) for k, v in s.items()}, "->", os.path.dirname(split_path("train")))
