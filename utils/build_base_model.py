@@ -14,6 +14,7 @@ import random
 import time
 
 import torch
+import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from . import BASE_MODEL_DIR
@@ -23,7 +24,7 @@ from .task import load_split
 
 CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,
-    eval_every=50, target_pass1=0.25, p_big=0.05,
+    eval_every=50, target_pass1=0.25, p_big=0.05, label_smoothing=0.0,
 )
 
 
@@ -56,7 +57,9 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
             ids[i, : len(p) + len(a)] = torch.tensor(p + a)
             labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)  # loss on the answer only
             mask[i, : len(p) + len(a)] = 1
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]   # [B, L-1, V]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                               ignore_index=-100, label_smoothing=cfg["label_smoothing"])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -76,4 +79,6 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
 
 
 if __name__ == "__main__":
-    build()
+    import sys
+
+    build(**{k: type(CONFIG[k])(v) if k in CONFIG else v for k, v in (a.split("=", 1) for a in sys.argv[1:])})

@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
+
+from .metrics import evaluate, masked_mean
+from .policy import completion_logprobs, sample
 
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
 BASELINES = ("mean", "median")
@@ -70,11 +74,19 @@ def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, 
         loss = (per_token * m).sum() / (logp.shape[0] * max_len)
     else:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
-    with torch.no_grad():
-        clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
-        n = m.sum().clamp(min=1)
-        stats = {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl * m).sum() / n).item()}
-    return loss, stats
+    return loss, loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high)
+
+
+@torch.no_grad()
+def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high):
+    """Monitoring numbers for one batch (shapes as in policy_loss):
+    clip_frac  share of completion tokens whose ratio was clipped (where the clip binds the objective)
+    kl         mean k3 KL to the reference per completion token"""
+    m = mask.to(logp.dtype)
+    n = m.sum().clamp(min=1)
+    ratio, a = torch.exp(logp - old_logp), adv[:, None]
+    clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
+    return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 
 
 @dataclass
@@ -98,6 +110,7 @@ class GRPOConfig:
     warmup_steps: int = 0
     eval_every: int = 10
     eval_n: int = 200
+    max_seconds: float = 0.0  # stop after this much wall-clock time (0 = no limit)
     seed: int = 0
 
     def validate(self):
@@ -121,7 +134,7 @@ class GRPOConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not v > 0:
                 bad(name, "must be a number > 0")
-        for name in ("beta", "max_grad_norm"):
+        for name in ("beta", "max_grad_norm", "max_seconds"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
                 bad(name, "must be a number >= 0")
@@ -132,22 +145,16 @@ class GRPOConfig:
         return self
 
 
-def grpo_step_loss(policy, ref, rollout, adv, old_logp, cfg, loss_fn=policy_loss):
+def grpo_step_loss(policy, rollout, adv, old_logp, ref_logp, cfg, loss_fn=policy_loss):
     """Forward the policy on a rollout and return (loss, stats, entropy [N, T]).
-    loss_fn has policy_loss's signature; it may return a loss alone (stats are then NaN)."""
-    from .policy import completion_logprobs
-
+    loss_fn has policy_loss's signature and may return the loss alone."""
     r = rollout
     logp, ent = completion_logprobs(policy, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
                                     cfg.temperature)
-    ref_logp = logp.detach()
-    if cfg.beta > 0:
-        with torch.no_grad():
-            ref_logp, _ = completion_logprobs(ref, r.prompt_ids, r.prompt_mask, r.completion_ids,
-                                              r.completion_mask, cfg.temperature)
     out = loss_fn(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high,
                   cfg.beta, cfg.loss_type, cfg.max_new_tokens)
-    loss, stats = out if isinstance(out, tuple) else (out, {"clip_frac": float("nan"), "kl": float("nan")})
+    loss = out[0] if isinstance(out, tuple) else out
+    stats = loss_stats(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high)
     return loss, stats, ent
 
 
@@ -163,11 +170,6 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     loss_fn / advantage_fn, if given, replace policy_loss / group_advantages (same signatures):
     the lab's exercises plug in here.
     """
-    from tqdm.auto import tqdm
-
-    from .metrics import evaluate, masked_mean
-    from .policy import sample
-
     cfg.validate()
     prompts, answers = list(prompts), list(answers)
     if not prompts or len(prompts) != len(answers):
@@ -178,7 +180,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    if ref is None and cfg.beta > 0:
+    if ref is None:  # the frozen reference: the policy as it was before training
         ref = copy.deepcopy(policy).eval().requires_grad_(False)
     policy.eval()  # no dropout: the policy that is trained is the one that sampled
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
@@ -205,8 +207,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         rewards = torch.tensor(reward_fn(ro.texts, batch_a), dtype=torch.float32)  # [N]
         adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)      # [N]
         old_logp = ro.logprobs                                                # [N, T] sampler's log-probs
+        with torch.no_grad():  # measured even when beta = 0, so the KL is always recorded
+            ref_logp, _ = completion_logprobs(ref, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
+                                              ro.completion_mask, cfg.temperature)  # [N, T]
         for _ in range(cfg.updates_per_batch):
-            loss, stats, ent = grpo_step_loss(policy, ref, ro, adv, old_logp, cfg, loss_fn)
+            loss, stats, ent = grpo_step_loss(policy, ro, adv, old_logp, ref_logp, cfg, loss_fn)
             opt.zero_grad()
             loss.backward()
             if cfg.max_grad_norm > 0:
@@ -227,12 +232,16 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "heldout_pass@1": None,
             "seconds": None,
         }
-        if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps) or \
-                (not cfg.eval_every and step + 1 == cfg.steps):
+        out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
+        last = step + 1 == cfg.steps or out_of_time
+        if last or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
             rec["heldout_pass@1"] = held_out()
         rec["seconds"] = time.time() - t0
         history.append(rec)
         bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}")
         if callback:
             callback(rec)
+        if out_of_time:
+            break
+    bar.close()
     return history

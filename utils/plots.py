@@ -13,12 +13,6 @@ LABELS = {
 }
 
 
-def series(history, key):
-    """(steps, values) of one metric, skipping steps where it was not measured."""
-    pts = [(r["step"], r[key]) for r in history if r.get(key) is not None]
-    return [p[0] for p in pts], [p[1] for p in pts]
-
-
 def plot_history(runs, keys=("reward_mean", "entropy", "heldout_pass@1"), x="step", title=None):
     """One panel per metric, one line per run. runs: {label: history (list of dicts)}.
     x: 'step' or 'seconds' (wall-clock time)."""

@@ -44,7 +44,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     """
     import trl
     from tqdm.auto import tqdm
-    from transformers import TrainerCallback
+    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
     from .metrics import evaluate
 
@@ -89,6 +89,8 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
         trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=to_trl_config(cfg, out),
                                   train_dataset=train_dataset, processing_class=tokenizer,
                                   callbacks=[Recorder()])
+        for cb in (PrinterCallback, ProgressCallback):  # our Recorder shows one progress bar instead
+            trainer.remove_callback(cb)
         trainer.train()
     policy.eval()
     return history, trainer
