@@ -2,6 +2,7 @@
 
     python tools/make_labs.py            # write labs/*.ipynb from solutions/*.ipynb
     python tools/make_labs.py --check    # exit 1 if labs/ has drifted from solutions/
+    python tools/make_labs.py --execute  # first run each solution and store its checked outputs
 
 In a solutions notebook, each exercise's answer sits between two marker lines:
 
@@ -15,7 +16,8 @@ In the lab, the region becomes a stub at the same indentation:
         raise NotImplementedError
 
 Everything else, outputs included, is copied as is. Outputs are kept only in cells whose
-source has "# NBVAL_CHECK_OUTPUT" (nbval compares those); tools/make_labs.py strips the rest.
+source has "# NBVAL_CHECK_OUTPUT" (nbval compares those); the rest are stripped, so the
+stored notebooks stay small and learners see their own results.
 """
 import argparse
 import copy
@@ -45,7 +47,7 @@ def stub_source(src):
             if j == len(lines):
                 raise ValueError("'# BEGIN SOLUTION' without '# END SOLUTION'")
             n = sum(1 for l in lines[i + 1 : j] if l.strip() and not l.strip().startswith("#"))
-            out += [f"{indent}# YOUR CODE HERE (about {n} lines)", f"{indent}raise NotImplementedError"]
+            out += [f"{indent}# YOUR CODE HERE (about {n} line{'s' if n != 1 else ''})", f"{indent}raise NotImplementedError"]
             i = j + 1
             continue
         if line.strip() == END:
@@ -85,7 +87,17 @@ def pairs():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only check that labs/ matches solutions/")
+    ap.add_argument("--execute", action="store_true", help="execute solutions/ first and keep checked outputs")
     args = ap.parse_args(argv)
+    if args.execute:
+        from nbclient import NotebookClient
+
+        for sol, _ in pairs():
+            nb = nbformat.read(sol, as_version=4)
+            NotebookClient(nb, timeout=900, kernel_name="python3",
+                           resources={"metadata": {"path": os.path.dirname(sol)}}).execute()
+            nbformat.write(clean(nb), sol)
+            print("executed", os.path.relpath(sol, ROOT))
     drift = []
     for sol, lab in pairs():
         want = nbformat.writes(make_lab(nbformat.read(sol, as_version=4)))

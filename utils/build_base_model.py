@@ -36,6 +36,7 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
     model = GPT2LMHeadModel(GPT2Config(
         vocab_size=len(tok), n_positions=32, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"], n_head=cfg["n_head"],
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        activation_function="gelu_pytorch_tanh",  # GPT-2's gelu, fused: same values, faster on CPU
         bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id))
     train = load_split("train")
     train_rows = [{"prompt": p, "answer": a} for p, a in zip(train["prompt"], train["answer"])]

@@ -106,6 +106,7 @@ class GRPOConfig:
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
+    track_kl: bool = True  # measure KL to the reference every step even when beta = 0 (one extra forward)
     max_grad_norm: float = 1.0
     warmup_steps: int = 0
     eval_every: int = 10
@@ -140,6 +141,8 @@ class GRPOConfig:
                 bad(name, "must be a number >= 0")
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             bad("warmup_steps", "must be an integer >= 0")
+        if not isinstance(self.eval_n, int) or self.eval_n < 1:
+            bad("eval_n", "must be an integer >= 1")
         if not isinstance(self.eval_every, int) or self.eval_every < 0:
             bad("eval_every", "must be an integer >= 0 (0 = never)")
         return self
@@ -180,7 +183,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    if ref is None:  # the frozen reference: the policy as it was before training
+    if ref is None and (cfg.beta > 0 or cfg.track_kl):  # frozen reference: the policy before training
         ref = copy.deepcopy(policy).eval().requires_grad_(False)
     policy.eval()  # no dropout: the policy that is trained is the one that sampled
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
@@ -207,9 +210,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         rewards = torch.tensor(reward_fn(ro.texts, batch_a), dtype=torch.float32)  # [N]
         adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)      # [N]
         old_logp = ro.logprobs                                                # [N, T] sampler's log-probs
-        with torch.no_grad():  # measured even when beta = 0, so the KL is always recorded
-            ref_logp, _ = completion_logprobs(ref, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
-                                              ro.completion_mask, cfg.temperature)  # [N, T]
+        ref_logp = old_logp  # unused by the loss when beta = 0
+        if cfg.beta > 0 or cfg.track_kl:
+            with torch.no_grad():
+                ref_logp, _ = completion_logprobs(ref, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
+                                                  ro.completion_mask, cfg.temperature)  # [N, T]
         for _ in range(cfg.updates_per_batch):
             loss, stats, ent = grpo_step_loss(policy, ro, adv, old_logp, ref_logp, cfg, loss_fn)
             opt.zero_grad()
@@ -225,7 +230,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "reward_std": rewards.std(unbiased=False).item(),
             "zero_spread_frac": (rg.max(1).values == rg.min(1).values).float().mean().item(),
             "entropy": masked_mean(ent.detach(), ro.completion_mask).item(),
-            "kl": stats["kl"],
+            "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
             "clip_frac": stats["clip_frac"],
             "completion_len": ro.completion_mask.sum(1).float().mean().item(),
             "loss": loss.item(),

@@ -156,13 +156,14 @@ def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completi
     """
     ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
     mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
-    out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask))
+    out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask), use_cache=False)
     P, T = prompt_ids.shape[1], completion_ids.shape[1]
     logits = out.logits[:, P - 1 : P + T - 1, :].float()    # [N, T, V]: position j predicts token j+1
     if temperature not in (0, 1.0):
         logits = logits / temperature
     logp_all = F.log_softmax(logits, -1)                   # [N, T, V]
     logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # [N, T]
-    entropy = -(logp_all.exp() * logp_all).sum(-1)          # [N, T]
+    with torch.no_grad():  # entropy is for monitoring: no gradient through it
+        entropy = -(logp_all.exp() * logp_all).sum(-1)      # [N, T]
     m = completion_mask.to(logp.dtype)
     return logp * m, entropy * m

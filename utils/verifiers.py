@@ -48,6 +48,10 @@ def strict_match(text, answer):
 
 def strict_reward(completions, answer, **kwargs):
     """Strict verifier in TRL's reward-function signature: list of 0.0/1.0, one per completion."""
+    if isinstance(completions, str):  # one completion passed bare: judge it as one
+        completions = [completions]
+    if isinstance(answer, (str, int)):
+        answer = [answer] * len(completions) if isinstance(completions, (list, tuple)) else [answer]
     try:
         answers = list(answer)
         comps = list(completions)

@@ -1,0 +1,143 @@
+"""Lab 01's numbers, measured on this machine (not by timed tests). Usage:
+
+    python benchmarks/lab01.py                 # everything, ~8 minutes on a 2-core CPU
+    python benchmarks/lab01.py --skip-notebook # without running the lab notebook
+
+1. the shipped base model: sampled pass@1 (temperature 1), pass@8 and greedy accuracy on test;
+2. GRPO with Lab 01's config, stopped after 90 s of wall-clock time: held-out sampled pass@1
+   before and after (8 samples per test problem, all 500 problems);
+3. throughput, completions trained per second, of our loop and of trl.GRPOTrainer on the same
+   model, batch and group size, alternating runs in one process; the median of several runs each
+   and their ratio. With beta = 0 TRL runs no reference model; we compare at that same work
+   (track_kl=False) and also with our default, which measures the KL every step;
+4. Lab 01 (solutions/) executed top to bottom: wall time and the kernel's peak memory.
+
+Writes benchmarks/results/lab01.json and prints a summary.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from utils.setup import setup  # noqa: E402
+
+
+def lab_config(**kw):
+    from utils.grpo import GRPOConfig
+
+    base = dict(steps=300, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
+                eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, seed=0)
+    return GRPOConfig(**dict(base, **kw))
+
+
+def base_model_numbers(test):
+    from utils.metrics import evaluate
+    from utils.policy import load_policy
+
+    m, tok = load_policy()
+    s = evaluate(m, tok, test["prompt"], test["answer"], k=8, seed=1)
+    g = evaluate(m, tok, test["prompt"], test["answer"], k=1, temperature=0)
+    return {"pass@1": s["pass@1"], "pass@8": s["pass@8"], "greedy": g["pass@1"]}
+
+
+def grpo_90s(train, test, seconds=90.0):
+    from utils.grpo import train_grpo
+    from utils.metrics import evaluate
+    from utils.policy import load_policy
+    from utils.verifiers import strict_reward
+
+    m, tok = load_policy()
+    before = evaluate(m, tok, test["prompt"], test["answer"], k=8, seed=1)["pass@1"]
+    hist = train_grpo(m, tok, train["prompt"], train["answer"], strict_reward,
+                      lab_config(steps=10_000, max_seconds=seconds), progress=False)
+    after = evaluate(m, tok, test["prompt"], test["answer"], k=8, seed=1)["pass@1"]
+    return {"seconds": hist[-1]["seconds"], "steps": len(hist), "before_pass@1": before,
+            "after_pass@1": after, "gain_points": 100 * (after - before)}
+
+
+def throughput(train, steps=20, repeats=3, track_kl=False):
+    from utils.grpo import train_grpo
+    from utils.policy import load_policy
+    from utils.trl_grpo import train_with_trl
+    from utils.verifiers import strict_reward
+
+    cfg = lab_config(steps=steps, track_kl=track_kl)  # track_kl=False: the same work as TRL with beta = 0
+    runs = {"ours": [], "trl": []}
+    for _ in range(repeats):  # alternate, so both see the same machine state
+        m, tok = load_policy()
+        t = time.time()
+        train_grpo(m, tok, train["prompt"], train["answer"], strict_reward, cfg, progress=False)
+        runs["ours"].append(steps * cfg.batch_size / (time.time() - t))
+        m, tok = load_policy()
+        t = time.time()
+        train_with_trl(m, tok, train, strict_reward, cfg, progress=False)
+        runs["trl"].append(steps * cfg.batch_size / (time.time() - t))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    return {"completions_per_s": med, "all_runs": runs, "ratio_ours_over_trl": med["ours"] / med["trl"],
+            "batch_size": cfg.batch_size, "group_size": cfg.group_size, "steps": steps}
+
+
+def run_notebook(path):
+    """Execute a notebook in a fresh kernel; return wall seconds and the kernel's peak RSS in MB."""
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                             "--ExecutePreprocessor.timeout=900", "--output", "/tmp/_bench_lab.ipynb", path],
+                            cwd=os.path.dirname(path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def watch():
+        p = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                kids = p.children(recursive=True)
+                peak[0] = max([peak[0]] + [k.memory_info().rss for k in kids])
+            except psutil.Error:
+                pass
+            time.sleep(0.2)
+
+    t = time.time()
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    _, err = proc.communicate()
+    wall = time.time() - t
+    if proc.returncode:
+        raise RuntimeError(f"{path} failed:\n{err.decode()[-2000:]}")
+    return {"seconds": wall, "kernel_peak_rss_mb": peak[0] / 2**20}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--skip-notebook", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    setup(seed=0, quiet=True)
+    from utils.task import load_split
+
+    train, test = load_split("train"), load_split("test")
+    res = {"machine": f"{os.cpu_count()} cores"}
+    res["base_model"] = base_model_numbers(test)
+    print("base model:", res["base_model"], flush=True)
+    res["grpo_90s"] = grpo_90s(train, test)
+    print("GRPO within 90 s:", res["grpo_90s"], flush=True)
+    res["throughput"] = throughput(train, repeats=args.repeats)
+    print("throughput (same work as TRL):", res["throughput"], flush=True)
+    res["throughput_with_kl_tracking"] = throughput(train, repeats=args.repeats, track_kl=True)
+    print("throughput (ours also measuring KL every step):", res["throughput_with_kl_tracking"], flush=True)
+    if not args.skip_notebook:
+        res["lab01_notebook"] = run_notebook(os.path.join(ROOT, "solutions", "01_grpo_from_scratch.ipynb"))
+        print("lab 01 notebook:", res["lab01_notebook"], flush=True)
+    os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "benchmarks", "results", "lab01.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

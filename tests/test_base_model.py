@@ -1,0 +1,59 @@
+"""The shipped base model (data/base_model) and the script that builds it."""
+import json
+import os
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import utils
+from utils.build_base_model import CONFIG, build
+from utils.metrics import evaluate
+from utils.policy import char_tokenizer
+from utils.task import load_split
+
+
+def test_shipped_files_are_standard_hf_format():
+    names = set(os.listdir(utils.BASE_MODEL_DIR))
+    assert {"config.json", "model.safetensors", "tokenizer.json", "build_log.json"} <= names
+    with open(os.path.join(utils.BASE_MODEL_DIR, "build_log.json")) as f:
+        log = json.load(f)
+    assert log["log"], "the build log records the validation checks"
+    # the build stopped at the first check that reached the target (or ran out of steps)
+    last = log["log"][-1]
+    assert last["valid_pass@1"] >= log["config"]["target_pass1"] or last["step"] == log["config"]["max_steps"]
+    assert all(r["valid_pass@1"] < log["config"]["target_pass1"] for r in log["log"][:-1])
+
+
+def test_shipped_model_is_small_gpt2_with_char_tokenizer(shipped):
+    model, tok = shipped
+    assert model.config.model_type == "gpt2"
+    assert sum(p.numel() for p in model.parameters()) < 5_000_000
+    ct = char_tokenizer()
+    assert tok.get_vocab() == ct.get_vocab()
+    assert model.config.vocab_size == len(ct)
+
+
+def test_shipped_model_pass_at_k_on_test(shipped):
+    """Right sometimes, not always (room for RL), and much better with 8 tries than with 1
+    (the search space pass@k analysis in lab 05 relies on)."""
+    model, tok = shipped
+    ds = load_split("test")
+    ev = evaluate(model, tok, ds["prompt"], ds["answer"], k=8, temperature=1.0, seed=0)
+    assert 0.15 <= ev["pass@1"] <= 0.40, ev["pass@1"]
+    assert ev["pass@8"] >= ev["pass@1"] + 0.2, (ev["pass@1"], ev["pass@8"])
+
+
+def test_build_script_writes_a_loadable_model(tmp_path):
+    # two optimiser steps, no validation check: only the plumbing (train, save, log) is tested here
+    model, tok = build(out_dir=str(tmp_path), max_steps=2, eval_every=1000, batch_size=8, n_layer=1, n_embd=32,
+                       n_head=2)
+    with open(tmp_path / "build_log.json") as f:
+        log = json.load(f)
+    assert log["config"] == dict(CONFIG, max_steps=2, eval_every=1000, batch_size=8, n_layer=1, n_embd=32, n_head=2)
+    m2 = AutoModelForCausalLM.from_pretrained(tmp_path)
+    t2 = AutoTokenizer.from_pretrained(tmp_path)
+    assert t2.get_vocab() == tok.get_vocab()
+    ids = torch.tensor([t2("37+29=", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(m2(ids).logits, model(ids).logits, atol=1e-6)

@@ -1,0 +1,116 @@
+"""utils.exercises: a right answer is kept, a missing one falls back with a NOTE, a wrong one fails."""
+import pytest
+import torch
+
+from utils import grpo
+from utils.exercises import ExerciseError, check_advantages, check_policy_loss
+
+
+# ---------------------------------------------------------------- advantages
+def my_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1e-4):
+    r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)
+    a = r - r.mean(1, keepdim=True)
+    if scale_std:
+        a = a / (r.std(1, unbiased=False, keepdim=True) + eps)
+    return a.view(-1)
+
+
+def test_check_advantages_correct_returns_learner_fn(capsys):
+    assert check_advantages(my_advantages) is my_advantages
+    out = capsys.readouterr().out
+    assert out.startswith("OK") and "NOTE" not in out
+
+
+def test_check_advantages_not_written_falls_back(capsys):
+    def stub(rewards, group_size, scale_std=True, baseline="mean"):
+        raise NotImplementedError
+    assert check_advantages(stub) is grpo.group_advantages
+    out = capsys.readouterr().out
+    assert out.startswith("NOTE") and "group_advantages" in out
+
+
+@pytest.mark.parametrize("wrong", [
+    # sample std (unbiased=True) instead of the population std
+    lambda r, g, s=True, b="mean": (lambda x: ((x - x.mean(1, keepdim=True)) /
+                                    ((x.std(1, keepdim=True) + 1e-4) if s else 1)).view(-1))(
+        torch.as_tensor(r, dtype=torch.float32).view(-1, g)),
+    # forgets to subtract the baseline
+    lambda r, g, s=True, b="mean": torch.as_tensor(r, dtype=torch.float32),
+    # wrong shape: [n_groups, G] instead of [N]
+    lambda r, g, s=True, b="mean": my_advantages(r, g, s, b).view(-1, g),
+])
+def test_check_advantages_wrong_raises(wrong, capsys):
+    with pytest.raises(ExerciseError, match="expected") as e:
+        check_advantages(wrong)
+    assert "Hint" in str(e.value)
+    assert "NOTE" not in capsys.readouterr().out
+
+
+def test_check_advantages_wrong_shape_message():
+    with pytest.raises(ExerciseError, match=r"expected shape \(8,\), got \(2, 4\)"):
+        check_advantages(lambda r, g, s=True, b="mean": my_advantages(r, g, s, b).view(-1, g))
+
+
+def test_exercise_error_is_an_assertion_error():
+    # so nbval / pytest show it as a failed check, not a crash
+    assert issubclass(ExerciseError, AssertionError)
+
+
+# ---------------------------------------------------------------- policy loss
+def my_policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
+                   loss_type="grpo", max_len=None):
+    m = mask.float()
+    ratio = torch.exp(logp - old_logp)
+    a = adv[:, None]
+    per_token = -torch.min(ratio * a, ratio.clamp(1 - eps_low, 1 + eps_high) * a)
+    if beta:
+        d = ref_logp - logp
+        per_token = per_token + beta * (d.exp() - d - 1)
+    if loss_type == "grpo":
+        return ((per_token * m).sum(1) / m.sum(1)).mean()
+    if loss_type == "dapo":
+        return (per_token * m).sum() / m.sum()
+    return (per_token * m).sum() / (logp.shape[0] * max_len)
+
+
+def test_check_policy_loss_correct_returns_learner_fn(capsys):
+    assert check_policy_loss(my_policy_loss) is my_policy_loss
+    assert capsys.readouterr().out.startswith("OK")
+    # returning (loss, stats) like the reference is accepted too
+    tupled = lambda *a: (my_policy_loss(*a), {})  # noqa: E731
+    assert check_policy_loss(tupled) is tupled
+
+
+def test_check_policy_loss_not_written_falls_back(capsys):
+    def stub(*args):
+        raise NotImplementedError
+    assert check_policy_loss(stub) is grpo.policy_loss
+    out = capsys.readouterr().out
+    assert out.startswith("NOTE") and "policy_loss" in out
+
+
+@pytest.mark.parametrize("mistake", ["no_clip", "symmetric_clip", "no_mask", "no_kl", "sign"])
+def test_check_policy_loss_wrong_raises(mistake):
+    def wrong(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo",
+              max_len=None):
+        if mistake == "no_clip":
+            eps_low = eps_high = 100.0
+        if mistake == "symmetric_clip":
+            eps_high = eps_low
+        if mistake == "no_mask":
+            mask = torch.ones_like(mask)
+        if mistake == "no_kl":
+            beta = 0.0
+        loss = my_policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
+        return -loss if mistake == "sign" else loss
+    with pytest.raises(ExerciseError, match="expected") as e:
+        check_policy_loss(wrong)
+    assert "Hint" in str(e.value)
+
+
+def test_other_exceptions_propagate():
+    # a learner's bug (not a stub) must surface, not be swallowed by the fallback
+    def buggy(*args):
+        raise TypeError("oops")
+    with pytest.raises(TypeError, match="oops"):
+        check_policy_loss(buggy)

@@ -1,0 +1,329 @@
+"""utils.grpo: advantages, k3 KL, the clipped loss and its aggregations, config checks, the loop."""
+import copy
+import math
+
+import pytest
+import torch
+
+from utils.grpo import (GRPOConfig, group_advantages, kl_k3, loss_stats, policy_loss, train_grpo)
+from utils.task import load_split
+from utils.verifiers import strict_reward
+
+LN2 = math.log(2)
+
+
+# ---------------------------------------------------------------- advantages
+def test_advantages_mean_no_std():
+    r = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # two groups of 4
+    # group 1 mean 0.5 -> [0.5, -0.5, -0.5, 0.5]; group 2 all equal -> zeros
+    assert group_advantages(r, 4, scale_std=False).tolist() == [0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0]
+
+
+def test_advantages_mean_with_std():
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    # mean 0.25; deviations [0.75, -0.25, -0.25, -0.25];
+    # population std = sqrt((0.5625 + 3 * 0.0625) / 4) = sqrt(0.1875) = 0.4330127; + eps 1e-4
+    s = math.sqrt(0.1875) + 1e-4
+    want = [0.75 / s, -0.25 / s, -0.25 / s, -0.25 / s]
+    assert torch.allclose(group_advantages(r, 4), torch.tensor(want), atol=1e-6)
+    # two groups of 2: [1, 0] -> mean .5, std .5 -> +-0.5 / 0.5001; [0, 0] -> 0
+    got = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0]), 2)
+    assert torch.allclose(got, torch.tensor([0.5 / 0.5001, -0.5 / 0.5001, 0, 0]), atol=1e-6)
+
+
+def test_advantages_median():
+    # even group: median of [0, 0, 0, 1] is 0 (the mean of the two middle values, 0 and 0)
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    assert group_advantages(r, 4, scale_std=False, baseline="median").tolist() == [1, 0, 0, 0]
+    s = math.sqrt(0.1875) + 1e-4  # the std is the same as with the mean baseline
+    assert torch.allclose(group_advantages(r, 4, baseline="median"), torch.tensor([1 / s, 0, 0, 0]), atol=1e-6)
+    # even group [1, 0, 0, 1]: middle values 0 and 1 -> median 0.5, as the mean
+    assert group_advantages([1.0, 0.0, 0.0, 1.0], 4, False, "median").tolist() == [0.5, -0.5, -0.5, 0.5]
+    # odd groups: [0.2, 0.4, 0.9] median 0.4 -> [-0.2, 0, 0.5]; [1, 0, 0] median 0 -> [1, 0, 0]
+    got = group_advantages([0.2, 0.4, 0.9, 1.0, 0.0, 0.0], 3, False, "median")
+    assert torch.allclose(got, torch.tensor([-0.2, 0.0, 0.5, 1.0, 0.0, 0.0]), atol=1e-6)
+    # the mean baseline for [1, 0, 0] is 1/3 -> [2/3, -1/3, -1/3]
+    got = group_advantages([1.0, 0.0, 0.0], 3, False, "mean")
+    assert torch.allclose(got, torch.tensor([2 / 3, -1 / 3, -1 / 3]), atol=1e-6)
+
+
+@pytest.mark.parametrize("scale_std", [True, False])
+@pytest.mark.parametrize("baseline", ["mean", "median"])
+def test_advantages_all_equal_group_is_zero(scale_std, baseline):
+    for v in (0.0, 0.3, 1.0):
+        assert group_advantages([v] * 8, 4, scale_std, baseline).tolist() == [0.0] * 8
+
+
+def test_advantages_sum_to_zero_per_group_and_shape():
+    r = torch.rand(24, generator=torch.Generator().manual_seed(0))
+    a = group_advantages(r, 6)
+    assert a.shape == (24,)
+    assert torch.allclose(a.view(4, 6).sum(1), torch.zeros(4), atol=1e-5)
+    # scaled by std: each group's advantages have population std ~1
+    assert torch.allclose(a.view(4, 6).std(1, unbiased=False), torch.ones(4), atol=1e-3)
+
+
+def test_advantages_bad_baseline():
+    with pytest.raises(ValueError, match="baseline"):
+        group_advantages([1.0, 0.0], 2, baseline="max")
+
+
+# ---------------------------------------------------------------- KL
+def test_kl_k3_hand_values():
+    logp = torch.log(torch.tensor([0.5, 0.25, 0.3]))
+    ref = torch.log(torch.tensor([0.25, 0.5, 0.3]))
+    # d = ref - logp: -ln2 -> e^-ln2 + ln2 - 1 = 0.5 + ln2 - 1 = 0.193147
+    #                 +ln2 -> 2 - ln2 - 1 = 0.306853;   0 -> 0
+    want = torch.tensor([0.5 + LN2 - 1, 2 - LN2 - 1, 0.0])
+    assert torch.allclose(kl_k3(logp, ref), want, atol=1e-6)
+
+
+def test_kl_k3_non_negative_and_unbiased():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(1000, generator=g) * 3, torch.randn(1000, generator=g) * 3
+    assert (kl_k3(a, b) >= 0).all()
+    # E_{x~p}[k3] = KL(p||q): p = [.5, .5], q = [.25, .75]
+    # KL = .5 ln(.5/.25) + .5 ln(.5/.75) = .5 * 0.693147 + .5 * (-0.405465) = 0.143841
+    k3 = kl_k3(torch.log(torch.tensor([0.5, 0.5])), torch.log(torch.tensor([0.25, 0.75])))
+    assert (0.5 * k3).sum().item() == pytest.approx(0.5 * LN2 + 0.5 * math.log(0.5 / 0.75), abs=1e-6)
+
+
+# ---------------------------------------------------------------- loss
+def batch():
+    """Hand-worked batch (the same one the exercise check uses):
+    probs now [[.5, .5], [.9, .2]], when sampled [[.25, .5], [.9, .4]], reference [[.5, .25], [.9, .2]]
+    -> ratios [[2, 1], [1, .5]]; A = [+1, -1]; row 1's second token is masked."""
+    logp = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.2]]))
+    old = torch.log(torch.tensor([[0.25, 0.5], [0.9, 0.4]]))
+    ref = torch.log(torch.tensor([[0.5, 0.25], [0.9, 0.2]]))
+    adv = torch.tensor([1.0, -1.0])
+    mask = torch.tensor([[1, 1], [1, 0]])
+    return logp, old, ref, adv, mask
+
+
+# per-token losses, eps 0.2 (clip to [0.8, 1.2]):
+#   (0,0) ratio 2, A=+1: -min(2, 1.2) = -1.2      (0,1) ratio 1, A=+1: -1
+#   (1,0) ratio 1, A=-1: -min(-1, -1) = +1        (1,1) masked
+# k3 to the reference: only (0,1) is non-zero: d = ln(.25/.5) = -ln2 -> 0.5 + ln2 - 1 = 0.193147
+K3 = 0.5 + LN2 - 1
+CASES = [
+    # loss_type, beta, max_len, expected
+    ("grpo", 0.0, None, ((-1.2 - 1) / 2 + 1 / 1) / 2),               # -0.05: mean per sequence, then over sequences
+    ("dapo", 0.0, None, (-1.2 - 1 + 1) / 3),                         # -0.4: over all 3 tokens
+    ("dr_grpo", 0.0, 4, (-1.2 - 1 + 1) / (2 * 4)),                   # -0.15: over N * max_len = 8
+    ("grpo", 0.1, None, ((-1.2 - 1 + 0.1 * K3) / 2 + 1) / 2),        # -0.045171
+    ("dapo", 0.1, None, (-1.2 - 1 + 0.1 * K3 + 1) / 3),              # -0.393562
+    ("dr_grpo", 0.1, 4, (-1.2 - 1 + 0.1 * K3 + 1) / 8),              # -0.147586
+]
+
+
+@pytest.mark.parametrize("loss_type, beta, max_len, want", CASES)
+def test_policy_loss_hand_values(loss_type, beta, max_len, want):
+    logp, old, ref, adv, mask = batch()
+    loss, stats = policy_loss(logp, old, ref, adv, mask, 0.2, 0.2, beta, loss_type, max_len)
+    assert loss.shape == ()
+    assert loss.item() == pytest.approx(want, abs=1e-6)
+    assert set(stats) == {"clip_frac", "kl"}
+
+
+def test_policy_loss_asymmetric_clip():
+    # eps_high 0.5: (0,0) now clips at 1.5 -> dapo (-1.5 - 1 + 1) / 3 = -0.5
+    logp, old, ref, adv, mask = batch()
+    loss, _ = policy_loss(logp, old, ref, adv, mask, eps_low=0.2, eps_high=0.5, loss_type="dapo")
+    assert loss.item() == pytest.approx(-0.5, abs=1e-6)
+
+
+def test_policy_loss_negative_advantage_clip():
+    # A=-1, ratio 0.5 < 1 - eps_low: -min(-0.5, -0.8) = 0.8 (the clip binds); ratio 2: -min(-2, -1.2) = 2
+    logp = torch.log(torch.tensor([[0.2, 0.8]]))
+    old = torch.log(torch.tensor([[0.4, 0.4]]))
+    loss, _ = policy_loss(logp, old, old, torch.tensor([-1.0]), torch.ones(1, 2), loss_type="dapo")
+    assert loss.item() == pytest.approx((0.8 + 2.0) / 2, abs=1e-6)
+
+
+def test_policy_loss_ignores_masked_tokens():
+    logp, old, ref, adv, mask = batch()
+    base, _ = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="dapo")
+    logp2, old2, ref2 = logp.clone(), old.clone(), ref.clone()
+    logp2[1, 1], old2[1, 1], ref2[1, 1] = -30.0, 0.0, 5.0   # garbage where the mask is 0
+    other, _ = policy_loss(logp2, old2, ref2, adv, mask, beta=0.1, loss_type="dapo")
+    assert other.item() == pytest.approx(base.item(), abs=1e-6)
+
+
+def test_policy_loss_bad_arguments():
+    logp, old, ref, adv, mask = batch()
+    with pytest.raises(ValueError, match="max_len"):
+        policy_loss(logp, old, ref, adv, mask, loss_type="dr_grpo")
+    with pytest.raises(ValueError, match="loss_type"):
+        policy_loss(logp, old, ref, adv, mask, loss_type="ppo")
+
+
+def test_policy_loss_gradient_direction():
+    """d loss / d logp, worked by hand for 'grpo' (loss = mean over 2 rows of per-row token means):
+    (0,0): clipped (ratio 2 > 1.2, A > 0): no gradient
+    (0,1): -ratio * A / 2 tokens / 2 rows = -1 * 1 / 4 = -0.25   (A > 0: descent raises logp)
+    (1,0): -ratio * A / 1 token / 2 rows = +1 / 2 = +0.5         (A < 0: descent lowers logp)
+    (1,1): masked: 0"""
+    logp, old, ref, adv, mask = batch()
+    logp = logp.clone().requires_grad_(True)
+    loss, _ = policy_loss(logp, old, ref, adv, mask, loss_type="grpo")
+    loss.backward()
+    assert torch.allclose(logp.grad, torch.tensor([[0.0, -0.25], [0.5, 0.0]]), atol=1e-6)
+    # with beta = 0.1 the k3 term adds beta * (1 - exp(ref - logp)) / 4 at (0,1): 0.1 * (1 - 0.5) / 4 = 0.0125
+    logp.grad = None
+    loss, _ = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="grpo")
+    loss.backward()
+    assert torch.allclose(logp.grad, torch.tensor([[0.0, -0.2375], [0.5, 0.0]]), atol=1e-6)
+
+
+def test_positive_advantage_increases_logp():
+    # on-policy (ratio 1), unclipped: every token of a positive-advantage sequence gets a negative
+    # gradient and every token of a negative-advantage sequence a positive one, for every loss_type
+    g = torch.Generator().manual_seed(0)
+    logp = torch.log(torch.rand(4, 5, generator=g) * 0.9 + 0.05).requires_grad_(True)
+    adv = torch.tensor([1.0, -0.5, 2.0, -1.0])
+    mask = torch.ones(4, 5)
+    for lt in ("grpo", "dapo", "dr_grpo"):
+        logp.grad = None
+        loss, _ = policy_loss(logp, logp.detach(), logp.detach(), adv, mask, loss_type=lt, max_len=5)
+        loss.backward()
+        assert (logp.grad[adv > 0] < 0).all() and (logp.grad[adv < 0] > 0).all(), lt
+
+
+def test_loss_stats_hand_case():
+    logp, old, ref, adv, mask = batch()
+    st = loss_stats(logp, old, ref, adv, mask, 0.2, 0.2)
+    # clipped where the clip binds: (0,0) ratio 2 > 1.2 with A > 0 -> yes;
+    # (1,1) ratio .5 < .8 with A < 0 would be, but it is masked -> 1 of 3 tokens
+    assert st["clip_frac"] == pytest.approx(1 / 3)
+    # kl: only (0,1) non-zero, K3 over 3 tokens
+    assert st["kl"] == pytest.approx(K3 / 3, abs=1e-6)
+    # clip does not bind: ratio 0.5 with A > 0 and ratio 2 with A < 0; ratio 2 with A > 0 does
+    lp = torch.log(torch.tensor([[0.5, 1.0], [1.0, 1.0]]))
+    old2 = torch.log(torch.tensor([[1.0, 0.5], [0.5, 1.0]]))   # ratios [[.5, 2], [2, 1]]
+    st = loss_stats(lp, old2, lp, torch.tensor([1.0, -1.0]), torch.ones(2, 2), 0.2, 0.2)
+    assert st["clip_frac"] == pytest.approx(1 / 4)              # only (0,1) binds
+    assert st["kl"] == pytest.approx(0.0)
+
+
+# ---------------------------------------------------------------- config
+def test_default_config_is_valid():
+    cfg = GRPOConfig()
+    assert cfg.validate() is cfg
+
+
+@pytest.mark.parametrize("field, value", [
+    ("group_size", 1), ("batch_size", 30), ("loss_type", "ppo"), ("eps_low", 0), ("eps_high", -0.1),
+    ("lr", -1), ("baseline", "max"), ("steps", 0), ("temperature", 0), ("beta", -0.1), ("eval_every", -1),
+    ("warmup_steps", 1.5), ("steps", 2.0), ("max_new_tokens", True),
+])
+def test_config_validate_names_the_field(field, value):
+    cfg = GRPOConfig(batch_size=32, group_size=8)
+    setattr(cfg, field, value)
+    with pytest.raises(ValueError, match=rf"GRPOConfig\.{field}="):
+        cfg.validate()
+
+
+def test_config_batch_divisibility_message_suggests_a_value():
+    with pytest.raises(ValueError, match="divisible by group_size=8"):
+        GRPOConfig(batch_size=30, group_size=8).validate()
+
+
+# ---------------------------------------------------------------- the loop
+KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "entropy", "kl", "clip_frac",
+        "completion_len", "loss", "heldout_pass@1", "seconds"}
+TINY = dict(steps=3, batch_size=16, group_size=4, eval_every=0)
+
+
+@pytest.fixture(scope="module")
+def train():
+    ds = load_split("train")
+    return list(ds["prompt"]), list(ds["answer"])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(shipped, train):
+    model, tok = shipped
+    policy = copy.deepcopy(model)
+    seen = []
+    hist = train_grpo(policy, tok, *train, strict_reward, GRPOConfig(**TINY), progress=False, callback=seen.append)
+    return policy, hist, seen
+
+
+def test_train_grpo_history(shipped, tiny_run):
+    model, _ = shipped
+    policy, hist, seen = tiny_run
+    assert [r["step"] for r in hist] == [1, 2, 3]
+    assert seen == hist                              # the callback got every record
+    for r in hist:
+        assert set(r) == KEYS
+        assert 0 <= r["reward_mean"] <= 1 and 0 <= r["reward_std"] <= 0.5
+        assert 0 <= r["zero_spread_frac"] <= 1 and r["entropy"] >= 0 and r["kl"] >= -1e-6
+        assert 1 <= r["completion_len"] <= 8
+        assert r["heldout_pass@1"] is None           # no eval prompts given
+        assert r["seconds"] >= 0
+        # one update per batch: the loss is computed on-policy, so ratio = 1 and nothing is clipped
+        assert r["clip_frac"] == 0.0
+    assert [r["seconds"] for r in hist] == sorted(r["seconds"] for r in hist)
+    # before the first update the policy is the reference: KL exactly 0 up to float noise
+    assert hist[0]["kl"] == pytest.approx(0.0, abs=1e-6)
+    # it trained in place: the weights moved away from the shipped model's
+    assert any(not torch.equal(p, q) for p, q in zip(policy.parameters(), model.parameters()))
+    assert not policy.training
+
+
+def test_train_grpo_same_seed_same_history(shipped, train, tiny_run):
+    model, tok = shipped
+    _, hist, _ = tiny_run
+    hist2 = train_grpo(copy.deepcopy(model), tok, *train, strict_reward, GRPOConfig(**TINY), progress=False)
+    strip = lambda h: [{k: v for k, v in r.items() if k != "seconds"} for r in h]  # noqa: E731
+    assert strip(hist2) == strip(hist)
+
+
+def test_train_grpo_plugins_and_eval(shipped, train):
+    """A zero advantage_fn makes every gradient 0, so AdamW (no weight decay) leaves the weights as
+    they were; a loss_fn returning the loss alone is accepted; eval runs at eval_every and at the end."""
+    model, tok = shipped
+    policy = copy.deepcopy(model)
+    calls = []
+
+    def zero_adv(rewards, group_size, scale_std=True, baseline="mean"):
+        calls.append(group_size)
+        return torch.zeros(len(rewards))
+
+    def loss_only(*args):
+        return policy_loss(*args)[0]
+
+    ev = load_split("test", n=8)
+    hist = train_grpo(policy, tok, *train, strict_reward, GRPOConfig(steps=3, batch_size=8, group_size=4, eval_every=2,
+                                                                     eval_n=8),
+                      eval_prompts=ev["prompt"], eval_answers=ev["answer"], loss_fn=loss_only,
+                      advantage_fn=zero_adv, progress=False)
+    assert calls == [4, 4, 4]
+    assert all(torch.equal(p, q) for p, q in zip(policy.parameters(), model.parameters()))
+    assert [r["loss"] for r in hist] == [0.0, 0.0, 0.0]
+    # held-out pass@1 at step 2 (eval_every) and step 3 (the end), on 8 prompts: a multiple of 1/8
+    assert hist[0]["heldout_pass@1"] is None
+    for r in hist[1:]:
+        assert 0 <= r["heldout_pass@1"] <= 1 and (r["heldout_pass@1"] * 8) == pytest.approx(round(r["heldout_pass@1"] * 8))
+
+
+def test_train_grpo_max_seconds_stops_early(shipped, train):
+    model, tok = shipped
+    ev = load_split("test", n=4)
+    hist = train_grpo(copy.deepcopy(model), tok, *train, strict_reward,
+                      GRPOConfig(steps=50, batch_size=8, group_size=4, eval_every=0, eval_n=4, max_seconds=1e-6),
+                      eval_prompts=ev["prompt"], eval_answers=ev["answer"], progress=False)
+    assert len(hist) == 1 and hist[0]["heldout_pass@1"] is not None  # the last step is always evaluated
+
+
+def test_train_grpo_rejects_bad_inputs(shipped, train):
+    model, tok = shipped
+    prompts, answers = train
+    with pytest.raises(ValueError, match="same length"):
+        train_grpo(model, tok, prompts[:10], answers[:9], strict_reward, GRPOConfig(**TINY), progress=False)
+    with pytest.raises(ValueError, match="non-empty"):
+        train_grpo(model, tok, [], [], strict_reward, GRPOConfig(**TINY), progress=False)
+    with pytest.raises(ValueError, match="group_size"):
+        train_grpo(model, tok, prompts, answers, strict_reward, GRPOConfig(steps=1, batch_size=4, group_size=1),
+                   progress=False)

@@ -1,0 +1,150 @@
+"""utils.metrics: unbiased pass@k, masked_mean, evaluate() on the shipped model."""
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from utils.metrics import evaluate, masked_mean, pass_at_k
+from utils.task import load_split
+from utils.verifiers import strict_match
+
+
+def enumerate_pass_at_k(n, c, k):
+    """pass@k by brute force: the share of k-subsets of n samples (c of them correct) that
+    contain at least one correct sample."""
+    samples = [1] * c + [0] * (n - c)
+    subsets = list(itertools.combinations(range(n), k))
+    return sum(any(samples[i] for i in s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_pass_at_k_equals_enumeration(n):
+    for c in range(n + 1):
+        for k in range(1, n + 1):
+            assert pass_at_k(n, c, k) == pytest.approx(enumerate_pass_at_k(n, c, k), abs=1e-12), (n, c, k)
+
+
+def test_pass_at_k_hand_values():
+    # n=4, c=1, k=2: 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)
+    # n=5, c=2, k=2: 1 - C(3,2)/C(5,2) = 1 - 3/10 = 0.7
+    assert pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    # k=1 is the plain success rate c/n
+    assert pass_at_k(8, 3, 1) == pytest.approx(3 / 8)
+    assert pass_at_k(10, 0, 5) == 0.0
+
+
+@pytest.mark.parametrize("n, c, k", [(4, 2, 3), (4, 4, 1), (8, 5, 4), (1, 1, 1), (1024, 1000, 25)])
+def test_pass_at_k_exactly_one_when_every_subset_has_a_correct(n, c, k):
+    assert n - c < k
+    assert pass_at_k(n, c, k) == 1.0
+
+
+@pytest.mark.parametrize("c, k", [(0, 1), (1, 1), (1, 512), (3, 100), (10, 1000), (100, 1), (500, 10), (1023, 1),
+                                  (1, 1024), (0, 1024)])
+def test_pass_at_k_stable_for_large_n(c, k):
+    n = 1024
+    got = pass_at_k(n, c, k)
+    assert not math.isnan(got) and 0.0 <= got <= 1.0
+    # exact value with big integers and fractions
+    want = 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    assert got == pytest.approx(float(want), abs=1e-9)
+
+
+def test_pass_at_k_large_n_hand_value():
+    # n=1024, c=1, k=512: 1 - C(1023,512)/C(1024,512) = 1 - (1024-512)/1024 = 0.5
+    assert pass_at_k(1024, 1, 512) == pytest.approx(0.5, abs=1e-12)
+
+
+def test_pass_at_k_monotone_in_k():
+    vals = [pass_at_k(64, 3, k) for k in range(1, 65)]
+    assert all(b >= a - 1e-12 for a, b in zip(vals, vals[1:]))
+
+
+@pytest.mark.parametrize("n, c, k", [
+    (4, 1, 5),     # k > n
+    (4, 1, 0),     # k < 1
+    (4, 1, -1),
+    (-4, 1, 1),    # negative counts
+    (4, -1, 1),
+    (4, 5, 2),     # c > n
+    (4, 1.5, 1),   # not an integer
+    (0, 0, 1),
+])
+def test_pass_at_k_invalid(n, c, k):
+    with pytest.raises(ValueError):
+        pass_at_k(n, c, k)
+
+
+def test_masked_mean_hand():
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    # (1 + 2 + 4) / 3 = 7/3
+    assert masked_mean(x, mask).item() == pytest.approx(7 / 3)
+    assert masked_mean(x, torch.ones_like(mask)).item() == pytest.approx(3.5)
+    assert masked_mean(x, torch.zeros_like(mask)).item() == 0.0  # empty mask -> 0, not nan
+    assert masked_mean(x, mask.bool()).item() == pytest.approx(7 / 3)
+
+
+@pytest.fixture(scope="module")
+def problems():
+    ds = load_split("test", n=40)
+    return list(ds["prompt"]), list(ds["answer"])
+
+
+def test_evaluate_deterministic_given_seed(shipped, problems):
+    model, tok = shipped
+    p, a = problems
+    e1 = evaluate(model, tok, p, a, k=4, seed=3)
+    e2 = evaluate(model, tok, p, a, k=4, seed=3)
+    assert e1["texts"] == e2["texts"]
+    assert np.array_equal(e1["correct"], e2["correct"])
+    assert e1["pass@1"] == e2["pass@1"] and e1["pass@4"] == e2["pass@4"]
+    e3 = evaluate(model, tok, p, a, k=4, seed=4)
+    assert e3["texts"] != e1["texts"]  # 160 samples at temperature 1: another seed differs
+
+
+def test_evaluate_bookkeeping(shipped, problems):
+    model, tok = shipped
+    p, a = problems
+    k = 4
+    ev = evaluate(model, tok, p, a, k=k, seed=0, batch_size=32)  # several batches of 8 prompts
+    assert len(ev["texts"]) == k * len(p) and ev["correct"].shape == (len(p),)
+    # texts are grouped by prompt: texts[i*k:(i+1)*k] are prompt i's samples
+    want = [sum(strict_match(t, a[i]) for t in ev["texts"][i * k:(i + 1) * k]) for i in range(len(p))]
+    assert ev["correct"].tolist() == want
+    assert ev["pass@1"] == pytest.approx(sum(want) / (k * len(p)))
+    # with n = k samples, pass@k is the share of prompts with at least one correct sample
+    assert ev["pass@4"] == pytest.approx(np.mean([c > 0 for c in want]))
+    assert ev["pass@4"] >= ev["pass@1"]
+    assert "pass@1" in evaluate(model, tok, p[:3], a[:3], k=1) and "pass@2" not in evaluate(model, tok, p[:3], a[:3], k=1)
+
+
+def test_evaluate_batching_does_not_change_results(shipped, problems):
+    model, tok = shipped
+    p, a = problems
+    e1 = evaluate(model, tok, p, a, k=1, temperature=0)
+    e2 = evaluate(model, tok, p, a, k=1, temperature=0, batch_size=7)
+    assert e1["texts"] == e2["texts"]
+
+
+def test_evaluate_greedy_is_repeatable(shipped, problems):
+    model, tok = shipped
+    p, a = problems
+    g1 = evaluate(model, tok, p, a, k=1, temperature=0, seed=0)
+    g2 = evaluate(model, tok, p, a, k=1, temperature=0, seed=99)  # the seed does not matter when greedy
+    assert g1["texts"] == g2["texts"]
+    assert g1["pass@1"] == g2["pass@1"]
+    # greedy with k=2 gives the same answer twice per prompt
+    g3 = evaluate(model, tok, p, a, k=2, temperature=0)
+    assert g3["texts"][0::2] == g3["texts"][1::2] == g1["texts"]
+
+
+def test_evaluate_custom_reward_fn(shipped, problems):
+    model, tok = shipped
+    p, a = problems
+    ev = evaluate(model, tok, p, a, k=2, reward_fn=lambda comps, answer, **kw: [1.0] * len(comps))
+    assert ev["pass@1"] == 1.0 and ev["correct"].tolist() == [2.0] * len(p)

@@ -1,0 +1,67 @@
+"""utils.widgets: parsing a typed problem, the answer table, the live-demo widget."""
+import ipywidgets as w
+import pytest
+
+from utils.verifiers import strict_match
+from utils.widgets import answer_table, compare_models, parse_problem
+
+
+@pytest.mark.parametrize("text, want", [
+    ("37 + 29", ("37+29=", "66")),        # spaces are dropped, "=" added
+    ("37+29=", ("37+29=", "66")),
+    ("  512-48 = ", ("512-48=", "464")),
+    ("3-15", ("3-15=", "-12")),           # negative answers
+    ("12*11", ("12*11=", "132")),
+    ("007+1", ("7+1=", "8")),             # leading zeros normalised to the prompt format
+])
+def test_parse_problem(text, want):
+    assert parse_problem(text) == want
+
+
+@pytest.mark.parametrize("junk", ["", "hello", "37+", "+29", "1234+1", "3/4", "37+29=66", "3 7+2", None])
+def test_parse_problem_junk(junk):
+    with pytest.raises(ValueError, match=r"type a problem like 37\+29"):
+        parse_problem(junk)
+
+
+def test_answer_table(shipped):
+    model, tok = shipped
+    prompt, answer, table = answer_table({"base": model, "same": model}, tok, "37 + 29", k=6, seed=0)
+    assert (prompt, answer) == ("37+29=", "66")
+    assert set(table) == {"base", "same"}
+    for texts, n_ok, top in table.values():
+        assert len(texts) == 6
+        assert n_ok == sum(strict_match(t, "66") for t in texts)
+        assert top in texts and texts.count(top) == max(texts.count(t) for t in texts)
+    # each model is sampled with the same seed: the same model gives the same answers
+    assert table["base"] == table["same"]
+    # the seed fixes the answers
+    assert answer_table({"m": model}, tok, "37+29", k=6, seed=0)[2]["m"] == table["base"]
+
+
+def test_answer_table_greedy_all_agree(shipped):
+    model, tok = shipped
+    _, _, table = answer_table({"m": model}, tok, "5+5", k=4, temperature=0)
+    texts, n_ok, top = table["m"]
+    assert texts == [top] * 4 and n_ok in (0, 4)
+
+
+def test_answer_table_bad_problem(shipped):
+    model, tok = shipped
+    with pytest.raises(ValueError):
+        answer_table({"m": model}, tok, "what is 2 plus 2", k=2)
+
+
+def test_compare_models_widget(shipped):
+    model, tok = shipped
+    box = compare_models({"base": model}, tok, default="37+29", k=4)
+    assert isinstance(box, w.VBox)
+    text, out = box.children[0].children[0], box.children[2]
+    assert isinstance(text, w.Text) and isinstance(out, w.HTML)
+    # it ran once on the default problem: the table names the prompt, the answer and each model
+    assert "37+29=" in out.value and "<b>66</b>" in out.value and "base" in out.value and "/4 right" in out.value
+    # typing junk shows the helpful error instead of raising
+    text.value = "banana"
+    assert "type a problem like" in out.value
+    text.value = "3-15"
+    assert "3-15=" in out.value and "<b>-12</b>" in out.value
