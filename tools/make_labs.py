@@ -65,7 +65,7 @@ def clean(nb):
             continue
         if "NBVAL_CHECK_OUTPUT" not in cell.source:
             cell.outputs = []
-        cell.execution_count = None
+            cell.execution_count = None  # nbval treats a cell with outputs and no count as never run
         cell.metadata.pop("execution", None)
     return nb
 

@@ -36,10 +36,27 @@ def char_tokenizer(alphabet="0123456789+-*= "):
     )
 
 
+def _hub_reachable(timeout=3.0):
+    """True if the model hub answers a TCP connection within `timeout` seconds."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
 def load_policy(name=SHIPPED, device="cpu"):
     """(model, tokenizer) for the shipped model (name 'rlvr-base' or a local path) or a hub name.
 
-    The tokenizer is set to left padding and gets a pad token if it has none (gpt2 has none).
+    A hub name is looked up in the local cache first; if it is not there and the hub cannot be
+    reached, this fails at once with an error that points to the shipped model. The tokenizer
+    is set to left padding and gets a pad token if it has none (gpt2 has none).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -47,15 +64,23 @@ def load_policy(name=SHIPPED, device="cpu"):
     if name == SHIPPED and not os.path.exists(os.path.join(path, "config.json")):
         raise FileNotFoundError(
             f"the shipped base model is missing from {path}; rebuild it with `python -m utils.build_base_model`")
+
+    def load(**kw):
+        return AutoTokenizer.from_pretrained(path, **kw), AutoModelForCausalLM.from_pretrained(path, **kw)
+
     try:
-        tok = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path)
-    except OSError as e:
-        raise OSError(
-            f"could not load model {name!r}: it is not a local folder and the model hub could not be "
-            f"reached (no network, or no such model). Offline, use the shipped model: "
-            f"load_policy('{SHIPPED}') (files in {BASE_MODEL_DIR}). Original error: {str(e)[:200]}"
-        ) from None
+        tok, model = load(local_files_only=True)
+    except OSError:
+        if os.path.isdir(path) or not _hub_reachable():
+            raise OSError(
+                f"could not load model {name!r}: it is not a local model folder or cached download, and the "
+                f"model hub cannot be reached from here (no network). Offline, use the shipped model: "
+                f"load_policy('{SHIPPED}') (files in {BASE_MODEL_DIR}).") from None
+        try:
+            tok, model = load()
+        except OSError as e2:
+            raise OSError(f"could not load model {name!r} from the hub: {str(e2)[:300]}. "
+                          f"The shipped model is load_policy('{SHIPPED}').") from None
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
@@ -122,7 +147,10 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
             tok = logits.argmax(-1)
         else:
             logp = F.log_softmax(logits / temperature, -1)
-            tok = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+            probs = logp.exp()
+            if generator is not None and generator.device != probs.device:  # e.g. CPU generator, CUDA model
+                probs = probs.to(generator.device)
+            tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(device)
         tok = torch.where(done, torch.full_like(tok, pad), tok)
         out_ids[:, t] = tok
         out_lp[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
