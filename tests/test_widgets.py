@@ -11,14 +11,14 @@ from utils.widgets import answer_table, compare_models, parse_problem
     ("37+29=", ("37+29=", "66")),
     ("  512-48 = ", ("512-48=", "464")),
     ("3-15", ("3-15=", "-12")),           # negative answers
-    ("12*11", ("12*11=", "132")),
     ("007+1", ("7+1=", "8")),             # leading zeros normalised to the prompt format
 ])
 def test_parse_problem(text, want):
     assert parse_problem(text) == want
 
 
-@pytest.mark.parametrize("junk", ["", "hello", "37+", "+29", "1234+1", "3/4", "37+29=66", "3 7+2", None])
+@pytest.mark.parametrize("junk", ["", "hello", "37+", "+29", "1234+1", "3/4", "12*11",  # the task has only + and -
+                                   "37+29=66", "3 7+2", None])
 def test_parse_problem_junk(junk):
     with pytest.raises(ValueError, match=r"type a problem like 37\+29"):
         parse_problem(junk)

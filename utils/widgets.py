@@ -8,14 +8,14 @@ from .policy import sample
 from .task import solve
 from .verifiers import strict_match
 
-_PROBLEM = re.compile(r"^\s*(\d{1,3})\s*([+\-*])\s*(\d{1,3})\s*=?\s*$")
+_PROBLEM = re.compile(r"^\s*(\d{1,3})\s*([+\-])\s*(\d{1,3})\s*=?\s*$")
 
 
 def parse_problem(text):
     """'37 + 29' or '37+29=' -> (prompt '37+29=', answer '66'); anything else -> ValueError."""
     m = _PROBLEM.match(text or "")
     if not m:
-        raise ValueError("type a problem like 37+29 or 512-48 (operands up to 3 digits, + - or *)")
+        raise ValueError("type a problem like 37+29 or 512-48 (operands up to 3 digits, + or -: the task has no other operators)")
     a, op, b = int(m[1]), m[2], int(m[3])
     return f"{a}{op}{b}=", str(solve(a, op, b))
 
