@@ -20,7 +20,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 from . import BASE_MODEL_DIR
 from .metrics import evaluate
 from .policy import char_tokenizer
-from .task import load_split
+from .task import load_split, pretrain_problem
 
 CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,
@@ -43,7 +43,6 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
     ood_prompts = set(load_split("ood")["prompt"])
     valid = load_split("valid")
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.0)
-    from .task import pretrain_problem
 
     t0, log = time.time(), []
     for step in range(1, cfg["max_steps"] + 1):
