@@ -23,7 +23,6 @@ import argparse
 import copy
 import glob
 import os
-import re
 import sys
 
 import nbformat

@@ -3,7 +3,7 @@ Dr. GRPO (arXiv 2503.20783) variants as options. The maths is the first screen o
 """
 import copy
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -156,9 +156,9 @@ def grpo_step_loss(policy, rollout, adv, old_logp, ref_logp, cfg, loss_fn=policy
                                     cfg.temperature)
     out = loss_fn(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high,
                   cfg.beta, cfg.loss_type, cfg.max_new_tokens)
-    loss = out[0] if isinstance(out, tuple) else out
-    stats = loss_stats(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high)
-    return loss, stats, ent
+    if isinstance(out, tuple):  # policy_loss returns (loss, stats)
+        return out[0], out[1], ent
+    return out, loss_stats(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high), ent
 
 
 def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
