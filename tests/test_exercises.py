@@ -114,3 +114,53 @@ def test_other_exceptions_propagate():
         raise TypeError("oops")
     with pytest.raises(TypeError, match="oops"):
         check_policy_loss(buggy)
+
+
+# ----------------------------------------------------------------------------------- Lab 02 checks
+from utils.exercises import check_breaking_cases, check_verifier  # noqa: E402
+from utils.verifiers import careful_match, last_number_match, strict_match  # noqa: E402
+
+
+def test_check_verifier_accepts_reference(capsys):
+    assert check_verifier(careful_match) is careful_match
+    assert capsys.readouterr().out.count("OK:") == 2
+
+
+def test_check_verifier_not_written_falls_back(capsys):
+    def stub(text, answer):
+        raise NotImplementedError
+    assert check_verifier(stub) is careful_match
+    assert "NOTE" in capsys.readouterr().out
+
+
+def test_check_verifier_strict_fails_on_hidden_cases():
+    """strict passes the shipped suite (96%) but refuses the hidden '-12,345', '100.' ...: 71%."""
+    with pytest.raises(ExerciseError, match=r"(?s)hidden cases: coverage 71%.*-12,345"):
+        check_verifier(strict_match)
+
+
+def test_check_verifier_reports_false_positives_first():
+    with pytest.raises(ExerciseError, match=r"(?s)false positive.*label 0.0"):
+        check_verifier(last_number_match)
+
+
+def test_check_verifier_counts_exceptions_as_misses():
+    def crashes(text, answer):
+        return careful_match(text.strip(), answer)  # None.strip() raises
+    with pytest.raises(ExerciseError, match="raised AttributeError"):
+        check_verifier(crashes)
+
+
+def test_check_breaking_cases(capsys):
+    good = [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0)]
+    assert check_breaking_cases(lambda: good) == good
+    with pytest.raises(ExerciseError, match="does not break it"):
+        check_breaking_cases(lambda: good[:2] + [("66 67", 66, 0.0)])
+    with pytest.raises(ExerciseError, match="careful_match says"):
+        check_breaking_cases(lambda: good + [("67 66", 66, 1.0)])
+    with pytest.raises(ExerciseError, match="at least 3"):
+        check_breaking_cases(lambda: good[:2])
+
+    def stub():
+        raise NotImplementedError
+    assert len(check_breaking_cases(stub)) >= 3 and "NOTE" in capsys.readouterr().out

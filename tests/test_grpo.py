@@ -327,3 +327,18 @@ def test_train_grpo_rejects_bad_inputs(shipped, train):
     with pytest.raises(ValueError, match="group_size"):
         train_grpo(model, tok, prompts, answers, strict_reward, GRPOConfig(steps=1, batch_size=4, group_size=1),
                    progress=False)
+
+
+def test_train_grpo_eval_rewards_score_the_same_samples(shipped, train):
+    """eval_rewards adds heldout_<name> at every evaluation, from the same held-out samples: the
+    strict verifier under another name must equal heldout_pass@1; a verifier paying everything gives 1."""
+    model, tok = shipped
+    ev = load_split("test", n=16)
+    always = lambda completions, answer, **kw: [1.0] * len(completions)  # noqa: E731
+    hist = train_grpo(copy.deepcopy(model), tok, *train, strict_reward,
+                      GRPOConfig(steps=2, batch_size=8, group_size=4, eval_every=1, eval_n=16),
+                      eval_prompts=ev["prompt"], eval_answers=ev["answer"], progress=False,
+                      eval_rewards={"strict_again": strict_reward, "always": always})
+    for r in hist:
+        assert r["heldout_strict_again"] == r["heldout_pass@1"]
+        assert r["heldout_always"] == 1.0

@@ -148,3 +148,21 @@ def test_evaluate_custom_reward_fn(shipped, problems):
     p, a = problems
     ev = evaluate(model, tok, p, a, k=2, reward_fn=lambda comps, answer, **kw: [1.0] * len(comps))
     assert ev["pass@1"] == 1.0 and ev["correct"].tolist() == [2.0] * len(p)
+
+
+def test_policy_report_keys_and_relations(shipped, problems):
+    """greedy is evaluate() at temperature 0; pass@1 and pass@8 are evaluate()'s at the same seed;
+    entropy is positive and finite; pass@8 >= pass@1; a repeat gives the same numbers."""
+    from utils.metrics import policy_report
+
+    model, tok = shipped
+    p, a = problems
+    rep = policy_report(model, tok, p, a, k=8, seed=3)
+    assert set(rep) == {"greedy", "pass@1", "pass@8", "entropy"}
+    assert rep["greedy"] == evaluate(model, tok, p, a, k=1, temperature=0)["pass@1"]
+    ev = evaluate(model, tok, p, a, k=8, seed=3)
+    assert rep["pass@1"] == ev["pass@1"] and rep["pass@8"] == ev["pass@8"]
+    assert rep["pass@8"] >= rep["pass@1"] and 0 < rep["entropy"] < math.log(len(tok))
+    assert policy_report(model, tok, p, a, k=8, seed=3) == rep
+    # greedy decoding has entropy too (of the distribution), but a peaked temperature lowers it
+    assert policy_report(model, tok, p, a, k=8, seed=3, temperature=0.5)["entropy"] < rep["entropy"]

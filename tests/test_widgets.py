@@ -65,3 +65,20 @@ def test_compare_models_widget(shipped):
     assert "type a problem like" in out.value
     text.value = "3-15"
     assert "3-15=" in out.value and "<b>-12</b>" in out.value
+
+
+def test_verifier_playground_widget():
+    from utils.verifiers import ZOO
+    from utils.widgets import verifier_playground
+
+    box = verifier_playground({n: fn for n, (fn, _) in ZOO.items()}, default_problem="37+29", default_output="56")
+    prob, text = box.children[0].children
+    out = box.children[1]
+    assert "37+29=" in out.value and "<b>66</b>" in out.value
+    # '56': last_digit and digit_count pay (green), strict does not (red)
+    row = lambda name: out.value.split(f"<b>{name}</b>")[1].split("</tr>")[0]  # noqa: E731
+    assert "1.0" in row("last_digit") and "1.0" in row("digit_count") and "0.0" in row("strict")
+    text.value = "66"
+    assert "1.0" in row("strict")
+    prob.value = "two plus two"
+    assert "type a problem like" in out.value

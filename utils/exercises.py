@@ -92,3 +92,88 @@ def check_policy_loss(fn):
                             f"-min(ratio*A, clip(ratio, 1-eps_low, 1+eps_high)*A) + beta*k3; then average "
                             f"with the mask as loss_type says.") from None
     return grpo.policy_loss if used is grpo.policy_loss else fn
+
+
+# ----------------------------------------------------------------------------------------- Lab 02
+
+# Cases the shipped suite does not hold: a written verifier is also judged on these, so that
+# fitting the suite case by case shows up as a lower score here.
+HIDDEN_ARITHMETIC_CASES = [
+    ("-12,345", -12345, 1.0), ("  7 ", 7, 1.0), ("100.", 100, 1.0), ("2,000", 2000, 1.0),
+    ("7 7", 77, 0.0), ("77 78", 77, 0.0), ("1,00", 100, 0.0), ("+7", 7, 0.0), ("7..", 7, 0.0),
+    ("0.", 0, 1.0), ("\u0667", 7, 0.0), ("12,3456", 123456, 0.0), ("--7", -7, 0.0), ("", 0, 0.0),
+]
+
+
+def _suite_errors(fn, cases):
+    """[(case, got)] where fn(output, answer) disagrees with the label; an exception counts as an error."""
+    bad = []
+    for c in cases:
+        try:
+            got = float(fn(c["output"], c["answer"]))
+        except Exception as e:  # a verifier must never raise: report it as a miss
+            got = f"raised {type(e).__name__}: {e}"
+        if got != c["label"]:
+            bad.append((c, got))
+    return bad
+
+
+def check_verifier(fn, min_coverage=0.95):
+    """Check a learner's match(text, answer) -> 0.0/1.0 verifier on the adversarial suite and on
+    hidden cases: no false positives anywhere (a wrong answer must never score 1), coverage at least
+    min_coverage on each. Returns the function to use (the reference careful_match if not written)."""
+    from .verifiers import careful_match, load_arithmetic_suite
+
+    suite = load_arithmetic_suite()
+    hidden = [{"id": f"hidden-{i}", "output": o, "answer": a, "label": l}
+              for i, (o, a, l) in enumerate(HIDDEN_ARITHMETIC_CASES)]
+    try:
+        fn("66", 66)
+    except NotImplementedError:
+        return _note("my_match", careful_match)
+    for name, cases in (("the shipped suite", suite), ("hidden cases", hidden)):
+        bad = _suite_errors(fn, cases)
+        fp = [(c, g) for c, g in bad if c["label"] == 0.0]
+        coverage = 1 - len(bad) / len(cases)
+        if fp or coverage < min_coverage:
+            shown = "\n".join(f"  {c['id']:12s} output {repr(c['output'])[:30]:32s} answer {c['answer']!r:8} "
+                              f"label {c['label']}  got {g}" for c, g in (fp or bad)[:6])
+            raise ExerciseError(
+                f"my_match on {name}: coverage {coverage:.0%} (need >= {min_coverage:.0%}), "
+                f"{len(fp)} false positive(s) (need 0). First disagreements:\n{shown}\n"
+                f"Hint: start from strict_match's rules; accept '1,073' only with commas every three digits "
+                f"and one final '.'; reject everything else, and never raise (check isinstance(text, str)).")
+        print(f"OK: my_match on {name}: coverage {coverage:.0%}, no false positives ({len(cases)} cases).")
+    return fn
+
+
+def check_breaking_cases(fn, target=None, min_cases=3):
+    """fn() -> list of (output, answer, label) triples that `target` (default: last_number_match)
+    judges wrongly. Labels are checked against careful_match, the lab's best arithmetic judge.
+    Returns the list of cases to use (the reference's if fn is not written)."""
+    from .verifiers import careful_match, last_number_match
+
+    target = target or last_number_match
+    reference = [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0), ("-0", 0, 0.0)]
+    try:
+        cases = list(fn())
+    except NotImplementedError:
+        print(f"NOTE: breaking_cases is not written yet, so this lab uses the reference cases {reference}.")
+        return reference
+    problems = []
+    for i, case in enumerate(cases):
+        if not (isinstance(case, tuple) and len(case) == 3):
+            problems.append(f"case {i}: {case!r} is not an (output, answer, label) triple")
+            continue
+        out, ans, label = case
+        if careful_match(out, ans) != label:
+            problems.append(f"case {i}: {out!r} for answer {ans!r} has label {label}, but careful_match says "
+                            f"{careful_match(out, ans)} (if you think it is wrong, you broke careful_match too)")
+        elif target(out, ans) == label:
+            problems.append(f"case {i}: {target.__name__} judges {out!r} correctly ({label}): it does not break it")
+    if len(cases) < min_cases or problems:
+        raise ExerciseError(f"breaking_cases needs at least {min_cases} cases that {target.__name__} gets wrong; "
+                            f"got {len(cases)}.\n  " + "\n  ".join(problems)
+                            + "\nHint: last_number_match only looks at the last number in the text.")
+    print(f"OK: all {len(cases)} cases break {target.__name__}.")
+    return cases

@@ -162,7 +162,7 @@ def grpo_step_loss(policy, rollout, adv, old_logp, ref_logp, cfg, loss_fn=policy
 
 
 def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
-               ref=None, loss_fn=None, advantage_fn=None, progress=True, callback=None):
+               ref=None, loss_fn=None, advantage_fn=None, progress=True, callback=None, eval_rewards=None):
     """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
 
     prompts/answers: the training pool, sampled with replacement (seeded). reward_fn has the
@@ -171,7 +171,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     clip fraction, mean completion length, and (every eval_every steps, and at the end)
     held-out sampled pass@1 on the first eval_n eval prompts with the strict verifier.
     loss_fn / advantage_fn, if given, replace policy_loss / group_advantages (same signatures):
-    the lab's exercises plug in here.
+    the lab's exercises plug in here. eval_rewards, a dict name -> reward_fn, also scores the same
+    held-out samples with other verifiers, recorded as "heldout_<name>" (Lab 02: proxy vs truth).
     """
     cfg.validate()
     prompts, answers = list(prompts), list(answers)
@@ -192,12 +193,19 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
     history = []
 
+    eval_rewards = dict(eval_rewards or {})
+
     def held_out():
         if eval_prompts is None:
-            return None
+            return {}
         n = cfg.eval_n
-        return evaluate(policy, tokenizer, list(eval_prompts)[:n], list(eval_answers)[:n], k=1,
-                        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)["pass@1"]
+        ans = list(eval_answers)[:n]
+        ev = evaluate(policy, tokenizer, list(eval_prompts)[:n], ans, k=1,
+                      temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)
+        out = {"heldout_pass@1": ev["pass@1"]}
+        for name, fn in eval_rewards.items():
+            out[f"heldout_{name}"] = float(np.mean(fn(ev["texts"], ans)))
+        return out
 
     t0 = time.time()
     bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress)
@@ -235,12 +243,13 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "completion_len": ro.completion_mask.sum(1).float().mean().item(),
             "loss": loss.item(),
             "heldout_pass@1": None,
+            **{f"heldout_{name}": None for name in eval_rewards},
             "seconds": None,
         }
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
         last = step + 1 == cfg.steps or out_of_time
         if last or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
-            rec["heldout_pass@1"] = held_out()
+            rec.update(held_out())
         rec["seconds"] = time.time() - t0
         history.append(rec)
         bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}")

@@ -2,7 +2,7 @@
 import numpy as np
 import torch
 
-from .policy import sample
+from .policy import completion_logprobs, sample
 from .verifiers import strict_reward
 
 
@@ -54,4 +54,34 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
     out = {"pass@1": float(correct.sum() / (k * len(prompts))), "correct": correct, "texts": texts}
     if k > 1:
         out[f"pass@{k}"] = float(np.mean([pass_at_k(k, int(c), k) for c in correct]))
+    return out
+
+
+@torch.no_grad()
+def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_new_tokens=8, seed=0,
+                  batch_size=2048):
+    """The four numbers that tell sharpening from new skill, on held-out prompts:
+
+    greedy     accuracy of the single most likely answer (temperature 0)
+    pass@1     sampled accuracy at `temperature` (mean over k samples per prompt)
+    pass@k     share of prompts with at least one of k samples right (unbiased estimator)
+    entropy    mean per-token entropy (nats) of the sampling distribution over the sampled completions
+    Sharpening moves pass@1 toward greedy while greedy and pass@k stay put; new skill lifts greedy.
+    """
+    prompts, answers = list(prompts), list(answers)
+    greedy = evaluate(model, tokenizer, prompts, answers, k=1, temperature=0, max_new_tokens=max_new_tokens,
+                      batch_size=batch_size)["pass@1"]
+    ev = evaluate(model, tokenizer, prompts, answers, k=k, temperature=temperature,
+                  max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size)
+    g = torch.Generator().manual_seed(seed)
+    ent_sum, tok_sum, per = 0.0, 0.0, max(1, batch_size // k)
+    for i in range(0, len(prompts), per):  # entropy of the same distribution, on fresh samples
+        r = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
+                   max_new_tokens=max_new_tokens, generator=g)
+        _, ent = completion_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
+                                     temperature)
+        ent_sum += float(ent.sum())
+        tok_sum += float(r.completion_mask.sum())
+    out = {"greedy": greedy, "pass@1": ev["pass@1"], "entropy": ent_sum / max(tok_sum, 1.0)}
+    out[f"pass@{k}"] = ev.get(f"pass@{k}", ev["pass@1"])
     return out
