@@ -1,0 +1,207 @@
+"""utils.code_verifier: the labelled adversarial suite, the naive verifier's blind spots, the
+sandbox's clean-up (time, files, processes, secrets), TRL's signature, speed, robustness."""
+import glob
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from utils import DATA_DIR
+from utils.code_verifier import (HARNESS_TAG, MAX_CODE_CHARS, NOBODY, NPROC, SCRATCH_PREFIX, code_reward,
+                                 load_code_suite, naive_code_reward, run_sandboxed, sandbox_config)
+
+TIMEOUT = 1.5  # short: the loop and sleep cases run into it
+SECRET = "rlvr-secret-5f3a9c"
+CASES = load_code_suite()
+PWNED = ["/tmp/rlvr_pwned_add", "/tmp/rlvr_pwned_osopen", "/tmp/rlvr_pwned_system",
+         os.path.join(DATA_DIR, "rlvr_pwned_add.txt")]
+# the harness-level hacks: the naive verifier lets the candidate decide how the script ends
+NAIVE_FOOLED = {"exit_zero_before_tests", "sys_exit_zero", "os_exit_zero", "eq_always_true",
+                "eq_always_true_int", "eq_always_true_list", "print_all_passed", "atexit_exit_zero",
+                "fake_result_line_wrong", "wrong_type_float"}  # and 3.0 == 3 in its plain assert
+ADD_TESTS = [{"input": [1, 2], "output": 3}, {"input": [-5, 5], "output": 0}]
+CORRECT = "def solve(a, b):\n    return a + b\n"
+
+
+def _sandbox_pids():
+    """Live processes running the harness (its forks too), or as nobody (whatever they exec'd)."""
+    pids = set()
+    for p in psutil.process_iter(["cmdline", "uids", "status"]):
+        try:
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if HARNESS_TAG in " ".join(p.info["cmdline"] or []) or p.info["uids"].real == NOBODY:
+                pids.add(p.pid)
+        except (psutil.Error, AttributeError):
+            pass
+    return pids
+
+
+def _scratch_dirs():
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
+
+
+@pytest.fixture
+def clean(monkeypatch):
+    """A secret in the parent's environment; afterwards: no new child process, no harness process,
+    no scratch folder left, no file at any path an attack aims at."""
+    monkeypatch.setenv("RLVR_SECRET", SECRET)
+    sandbox_config()  # the one-time probe is not part of any check
+    for p in PWNED:
+        if os.path.exists(p):
+            os.remove(p)
+    me = psutil.Process()
+    kids, sandboxed, scratch = {c.pid for c in me.children(recursive=True)}, _sandbox_pids(), _scratch_dirs()
+    yield
+    time.sleep(0.05)
+    new_kids = [c for c in me.children(recursive=True) if c.pid not in kids]
+    assert not [c for c in new_kids if c.status() != psutil.STATUS_ZOMBIE], new_kids
+    assert not _sandbox_pids() - sandboxed
+    assert _scratch_dirs() == scratch
+    for p in PWNED:
+        assert not os.path.exists(p), p
+
+
+def test_suite_shape():
+    assert len(CASES) >= 40 and len({c["id"] for c in CASES}) == len(CASES)
+    assert {c["label"] for c in CASES} == {0.0, 1.0}
+    for c in CASES:
+        assert set(c) >= {"id", "kind", "task", "tests", "candidate", "label"}
+        assert c["tests"] and all(set(t) == {"input", "output"} for t in c["tests"])
+    kinds = {c["kind"] for c in CASES}
+    assert {"correct", "wrong", "syntax_error", "empty", "infinite_loop", "fork_bomb", "fork_bomb_subprocess",
+            "memory_bomb_list", "write_tmp", "write_data_dir", "env_secret", "read_etc_passwd",
+            "network_connect", "os_exit_zero", "eq_always_true", "print_all_passed", "huge_candidate",
+            "non_str_none"} <= kinds
+    by_kind = {c["kind"]: c for c in CASES}
+    assert len(by_kind["huge_candidate"]["candidate"]) > 1_000_000 > MAX_CODE_CHARS
+    assert DATA_DIR in by_kind["write_data_dir"]["candidate"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_strong_verifier_matches_label(case, clean):
+    t = time.perf_counter()
+    assert code_reward([case["candidate"]], [case["tests"]], timeout_s=TIMEOUT) == [case["label"]]
+    assert time.perf_counter() - t < TIMEOUT + 1.0
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_naive_verifier_fooled_only_by_judge_hacks(case, clean):
+    # fooled (1.0 on a 0.0 case) exactly by the hacks on how it judges; the sandbox is the same,
+    # so every attack on the machine still fails
+    want = 1.0 if case["label"] == 1.0 or case["kind"] in NAIVE_FOOLED else 0.0
+    t = time.perf_counter()
+    assert naive_code_reward([case["candidate"]], [case["tests"]], timeout_s=TIMEOUT) == [want]
+    assert time.perf_counter() - t < TIMEOUT + 1.0
+
+
+@pytest.mark.parametrize("kind", ["env_secret", "env_secret_via_proc", "read_etc_passwd"])
+def test_secrets_do_not_leak(kind, clean):
+    case = next(c for c in CASES if c["kind"] == kind)
+    inputs = [t["input"] for t in case["tests"]]
+    for r in (run_sandboxed(case["candidate"], inputs, timeout_s=TIMEOUT),
+              run_sandboxed(case["candidate"] + "\nsolve(1, 2)\n", None, timeout_s=TIMEOUT)):
+        seen = r["stdout"] + r["stderr"] + json.dumps(r["outputs"])
+        assert SECRET not in seen and "root:x:0:0" not in seen
+
+
+def test_run_sandboxed_result(clean):
+    r = run_sandboxed(CORRECT, [[1, 2], [3, 4]])
+    assert r["status"] == "ok" and r["outputs"] == [3, 7] and r["seconds"] < 5
+    assert set(r) == {"status", "outputs", "stdout", "stderr", "seconds"}
+    assert run_sandboxed("def solve():\n    raise KeyError\n", [[]])["status"] == "error"
+    r = run_sandboxed("def solve():\n    while True:\n        pass\n", [[]], timeout_s=0.5)
+    assert r["status"] == "timeout" and r["seconds"] < 1.5
+    r = run_sandboxed("print('y' * 100_000)", None)  # script mode; output clipped
+    assert r["status"] == "ok" and r["outputs"] is None and len(r["stdout"]) < 2200
+    assert run_sandboxed("import sys\nsys.exit(3)", None)["status"] == "error"
+    for bad in (None, 42, "x" * (MAX_CODE_CHARS + 1)):
+        assert run_sandboxed(bad, [[]])["status"] == "error"
+    assert run_sandboxed(CORRECT, [[{1, 2}]])["status"] == "error"  # inputs must be JSON
+
+
+def test_os_layers_alone(clean):
+    """Without the audit hook: what the OS layers found on this machine still stop."""
+    cfg = sandbox_config()
+    if cfg["uid"] != NOBODY or not cfg["netns"]:
+        pytest.skip(f"sandbox here: {cfg}")
+    probe = """import os, socket, time
+def solve(kind):
+    try:
+        if kind == "fork":
+            n = 0
+            for _ in range(64):
+                if os.fork() == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                n += 1
+            return n
+        if kind == "net":
+            socket.create_connection(("1.1.1.1", 53), timeout=1)
+        if kind == "write":
+            open("@DATA_DIR@/rlvr_pwned_add.txt", "w")
+        if kind == "env":
+            return sorted(os.environ)
+        return "not stopped"
+    except OSError as e:
+        return type(e).__name__
+""".replace("@DATA_DIR@", DATA_DIR)
+    r = run_sandboxed(probe, [["fork"], ["net"], ["write"], ["env"]], timeout_s=TIMEOUT, audit_hook=False)
+    assert r["status"] == "ok", r
+    forks, net, write, env = r["outputs"]
+    # RLIMIT_NPROC counts for nobody; the sleeping children die with the PID namespace (clean checks it)
+    assert forks == "BlockingIOError" or forks < NPROC
+    assert net == "OSError" and write == "PermissionError"
+    assert env == ["HOME", "LANG", "PYTHONDONTWRITEBYTECODE", "TMPDIR"]
+
+
+def test_type_strict_comparison(clean):
+    def judge(body, expected):
+        return code_reward([f"def solve():\n    return {body}\n"], [{"input": [], "output": expected}])[0]
+    assert judge("1", 1) == 1.0
+    assert judge("True", 1) == 0.0 and judge("1", True) == 0.0 and judge("1.0", 1) == 0.0
+    assert judge("{'b': [1, None], 'a': 'x'}", {"a": "x", "b": [1, None]}) == 1.0
+    assert judge("[1, 2]", [2, 1]) == 0.0
+
+
+def test_trl_signature(clean):
+    comps = [CORRECT, "def solve(a, b):\n    return a * b\n",
+             [{"role": "user", "content": "add"}, {"role": "assistant", "content": CORRECT}]]
+    assert code_reward(comps, ADD_TESTS) == [1.0, 0.0, 1.0]                        # one shared test list
+    assert code_reward(comps, [ADD_TESTS] * 3, prompt=["p"] * 3) == [1.0, 0.0, 1.0]  # a column, extras ignored
+    assert code_reward(comps, [json.dumps(ADD_TESTS)] * 3) == [1.0, 0.0, 1.0]       # a column of JSON text
+    assert code_reward(comps, [ADD_TESTS]) == [1.0, 0.0, 0.0]   # missing tests score 0.0
+    assert code_reward(CORRECT, ADD_TESTS) == [1.0]             # one completion passed bare
+    assert code_reward([CORRECT], [[]]) == [0.0]                # no tests: nothing to pass
+    assert code_reward([CORRECT], ADD_TESTS, func_name="add") == [0.0]
+    assert code_reward([CORRECT], ADD_TESTS, func_name="os.system") == [0.0]
+    assert naive_code_reward([CORRECT], ADD_TESTS, func_name="x) or (1") == [0.0]
+    assert code_reward(None, None) == [] and naive_code_reward(None, None) == []
+
+
+def test_fast():
+    # a reward function runs on every completion of every step: python start-up dominates
+    code_reward([CORRECT], ADD_TESTS)
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        assert code_reward([CORRECT], ADD_TESTS) == [1.0]
+        times.append(time.perf_counter() - t)
+    assert statistics.median(times) < 0.1, times
+
+
+code_like = st.lists(st.sampled_from(["def solve(a, b):", "\n", "    ", "return", " a", " + ", "b", "(", ")",
+                                      "import os", "exit(0)", "print('all passed')", ":", "0", "'", "#"]),
+                     max_size=20).map("".join)
+
+
+@settings(max_examples=50, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(text=st.one_of(st.text(max_size=200), code_like))
+def test_fuzz_never_raises(text):
+    assert code_reward([text], ADD_TESTS, timeout_s=TIMEOUT) in ([0.0], [1.0])
