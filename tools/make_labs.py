@@ -3,6 +3,7 @@
     python tools/make_labs.py            # write labs/*.ipynb from solutions/*.ipynb
     python tools/make_labs.py --check    # exit 1 if labs/ has drifted from solutions/
     python tools/make_labs.py --execute  # first run each solution and store its checked outputs
+    python tools/make_labs.py --execute 02   # ... only solutions/02_*
 
 In a solutions notebook, each exercise's answer sits between two marker lines:
 
@@ -87,11 +88,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only check that labs/ matches solutions/")
     ap.add_argument("--execute", action="store_true", help="execute solutions/ first and keep checked outputs")
+    ap.add_argument("only", nargs="*", help="with --execute: run only the solutions whose names start with these")
     args = ap.parse_args(argv)
     if args.execute:
         from nbclient import NotebookClient
 
         for sol, _ in pairs():
+            if args.only and not any(os.path.basename(sol).startswith(o) for o in args.only):
+                continue
             nb = nbformat.read(sol, as_version=4)
             NotebookClient(nb, timeout=900, kernel_name="python3",
                            resources={"metadata": {"path": os.path.dirname(sol)}}).execute()
