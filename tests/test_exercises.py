@@ -164,3 +164,60 @@ def test_check_breaking_cases(capsys):
     def stub():
         raise NotImplementedError
     assert len(check_breaking_cases(stub)) >= 3 and "NOTE" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------- Lab 03 checks
+from utils.control import control_check, random_reward  # noqa: E402
+from utils.exercises import check_control_check, check_random_reward  # noqa: E402
+
+
+def test_check_random_reward(capsys):
+    assert check_random_reward(random_reward) is random_reward
+    assert "OK" in capsys.readouterr().out
+
+    def stub(p, seed=0):
+        raise NotImplementedError
+    assert check_random_reward(stub) is random_reward and "NOTE" in capsys.readouterr().out
+
+
+def _rate(p, seed=0):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return lambda c, answer=None, **kw: (rng.random(len(c)) < p).astype(float).tolist()
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda p, seed=0: _rate(min(1.0, p + 0.1), seed), "expected about"),
+    (lambda p, seed=0: (lambda c, answer=None, **kw: [float(t == "66") for t in c]), "expected about"),
+    (lambda p, seed=0: _rate(p, None), "same seed"),
+    (lambda p, seed=0: _rate(p, seed), "should raise ValueError"),  # no range check; numpy accepts p=1.5
+])
+def test_check_random_reward_wrong(wrong, message):
+    with pytest.raises(ExerciseError, match=message):
+        check_random_reward(wrong)
+
+
+def test_check_random_reward_output_dependence():
+    import numpy as np
+
+    def cheat(p, seed=0):
+        rng = np.random.default_rng(seed)
+        return lambda c, answer=None, **kw: [float(rng.random() < (p if t == "66" else p / 2)) for t in c]
+    with pytest.raises(ExerciseError, match="must not depend on the output"):
+        check_random_reward(cheat)
+
+
+def test_check_control_check(capsys):
+    assert check_control_check(control_check) is control_check
+
+    def no_mean(before, t, r, threshold=0.05):
+        return {"true_gain": t[0]["after"]["pass@1"] - before["pass@1"],
+                "random_gain": r[0]["after"]["pass@1"] - before["pass@1"], "flagged": False}
+    with pytest.raises(ExerciseError, match="expected true_gain 0.14"):
+        check_control_check(no_mean)
+
+    def at_or_above(before, t, r, threshold=0.05):
+        out = control_check(before, t, r, threshold)
+        return dict(out, flagged=out["random_gain"] >= threshold - 1e-12)
+    with pytest.raises(ExerciseError, match="exactly \\+5 points"):
+        check_control_check(at_or_above)

@@ -177,3 +177,68 @@ def check_breaking_cases(fn, target=None, min_cases=3):
                             + "\nHint: last_number_match only looks at the last number in the text.")
     print(f"OK: all {len(cases)} cases break {target.__name__}.")
     return cases
+
+
+# ----------------------------------------------------------------------------------------- Lab 03
+
+def check_random_reward(fn):
+    """Check fn(p, seed) -> reward function paying 1.0 with probability p whatever the completion:
+    the rate on 20,000 calls is within 0.015 of p, right and wrong outputs are paid alike, the same seed
+    gives the same stream, and p outside [0, 1] raises ValueError. Returns the factory to use."""
+    import numpy as np
+
+    from .control import random_reward
+
+    try:
+        fn(0.5, 0)
+    except NotImplementedError:
+        return _note("my_random_reward", random_reward)
+    n = 20000
+    for p in (0.0, 0.3, 1.0):
+        got = np.asarray(fn(p, 1)(["66"] * n, [66] * n), dtype=float)
+        if got.shape != (n,) or not np.isin(got, (0.0, 1.0)).all():
+            raise ExerciseError(f"my_random_reward({p}, 1) should return a list of {n} values, each 0.0 or 1.0")
+        if abs(got.mean() - p) > 0.015:
+            raise ExerciseError(f"my_random_reward({p}, 1) paid {got.mean():.3f} of {n} completions; expected about {p}")
+    right = np.asarray(fn(0.3, 2)(["66"] * n, [66] * n))
+    wrong = np.asarray(fn(0.3, 2)(["67"] * n, [66] * n))
+    if abs(right.mean() - wrong.mean()) > 0.02:
+        raise ExerciseError(f"the reward must not depend on the output: right answers paid {right.mean():.3f}, "
+                            f"wrong ones {wrong.mean():.3f}")
+    if list(fn(0.5, 3)(["x"] * 50)) != list(fn(0.5, 3)(["x"] * 50)):
+        raise ExerciseError("the same seed must give the same rewards: use np.random.default_rng(seed) inside")
+    for bad in (-0.1, 1.5):
+        try:
+            fn(bad, 0)
+        except ValueError:
+            continue
+        raise ExerciseError(f"my_random_reward({bad}, 0) should raise ValueError: p is a probability")
+    print("OK: my_random_reward pays at rate p, ignores the output, is seeded and rejects a bad p.")
+    return fn
+
+
+def check_control_check(fn):
+    """Check fn(before, true_runs, random_runs, threshold) -> dict with true_gain, random_gain, flagged
+    on worked cases (runs are dicts with an 'after' report; gains are means over runs of pass@1)."""
+    from .control import control_check
+
+    def runs(*accs):
+        return [{"config": {"steps": 1}, "after": {"pass@1": a}} for a in accs]
+    before = {"pass@1": 0.30}
+    cases = [("true +15 and +13 points, random +2 and 0", runs(0.45, 0.43), runs(0.32, 0.30), 0.05, (0.14, 0.01, False)),
+             ("random +10 and +8 points: flagged", runs(0.45, 0.43), runs(0.40, 0.38), 0.05, (0.14, 0.09, True)),
+             ("random exactly +5 points: not above the threshold", runs(0.45), runs(0.35), 0.05, (0.15, 0.05, False)),
+             ("random -20 points (it hurt)", runs(0.45), runs(0.10), 0.05, (0.15, -0.20, False))]
+    try:
+        fn(before, *cases[0][1:4])
+    except NotImplementedError:
+        return _note("my_control_check", control_check)
+    for desc, t, r, th, (gt, gr, fl) in cases:
+        out = fn(before, t, r, th)
+        got = (out.get("true_gain"), out.get("random_gain"), out.get("flagged"))
+        if not (abs(got[0] - gt) < 1e-9 and abs(got[1] - gr) < 1e-9 and bool(got[2]) == fl):
+            raise ExerciseError(f"my_control_check on {desc}:\n  expected true_gain {gt:.2f}, random_gain {gr:.2f}, "
+                                f"flagged {fl}\n  got      {got}\nHint: gain = mean over runs of after['pass@1'] - "
+                                f"before['pass@1']; flag when the random gain is strictly above the threshold.")
+    print(f"OK: my_control_check matches the reference on {len(cases)} worked cases.")
+    return fn

@@ -1,0 +1,85 @@
+"""Lab 03's multi-seed study of the random-reward control. Usage:
+
+    python benchmarks/lab03.py        # about 10 minutes on a 2-core CPU
+
+With Lab 03's config, seeds 0, 1, 2 for each condition: the true (strict) reward; a random reward
+matched to the base model's hit rate p on the training prompts, with one update per batch and with
+four clipped updates per batch; a reward for wrong answers. Then, seed 0 only, the random reward at a
+ten times smaller learning rate with one and with eight updates per batch (the on-policy regime).
+Before and after each run, on the 500 test problems: greedy accuracy, sampled pass@1, pass@8 and mean
+token entropy. Writes benchmarks/results/lab03.json and prints the table.
+"""
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from utils.setup import setup  # noqa: E402
+
+
+def lab_config(**kw):
+    """Lab 03's config (the notebook shows the same one)."""
+    from utils.grpo import GRPOConfig
+
+    base = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
+                eps_low=0.2, eps_high=0.2, beta=0.0, updates_per_batch=1, eval_every=20, eval_n=500, seed=0)
+    return GRPOConfig(**dict(base, **kw))
+
+
+def conditions(p):
+    """name -> (make_reward(seed), config overrides)."""
+    from utils.control import random_reward, wrong_answer_reward
+    from utils.verifiers import strict_reward
+
+    rand = lambda s: random_reward(p, seed=1000 + s)  # noqa: E731
+    return {
+        "true reward": (lambda s: strict_reward, {}),
+        "random, 1 update": (rand, {}),
+        "random, 4 clipped updates": (rand, {"updates_per_batch": 4}),
+        "wrong-answer reward": (lambda s: wrong_answer_reward, {}),
+    }
+
+
+def main():
+    setup(seed=0)
+    from dataclasses import replace
+
+    from utils.control import hit_rate, run_condition
+    from utils.metrics import policy_report
+    from utils.policy import load_policy
+    from utils.task import load_split
+
+    base, tok = load_policy()
+    train, test = load_split("train"), load_split("test")
+    tr, te = (train["prompt"], train["answer"]), (test["prompt"], test["answer"])
+    p = hit_rate(base, tok, train["prompt"][:1000], train["answer"][:1000], k=8)
+    before = policy_report(base, tok, *te, seed=7)
+    out = {"config": vars(lab_config()), "p": p, "before": before, "runs": []}
+    print(f"p = {p:.3f}; before: " + ", ".join(f"{k} {v:.3f}" for k, v in before.items()), flush=True)
+    plan = [(name, mk, kw, (0, 1, 2)) for name, (mk, kw) in conditions(p).items()]
+    from utils.control import random_reward
+    rand = lambda s: random_reward(p, seed=1000 + s)  # noqa: E731
+    plan += [("random, 1 update, lr 1e-5", rand, {"lr": 1e-5, "steps": 150}, (0,)),
+             ("random, 8 clipped updates, lr 1e-5", rand, {"lr": 1e-5, "steps": 150, "updates_per_batch": 8}, (0,))]
+    for name, mk, kw, seeds in plan:
+        for s in seeds:
+            t = time.time()
+            run = run_condition(base, tok, mk, replace(lab_config(), **kw), [s], tr, te, progress=False)[0]
+            hist = run.pop("history")
+            run.update(condition=name, seconds=time.time() - t,
+                       curve=[(h["step"], h["heldout_pass@1"]) for h in hist if h["heldout_pass@1"] is not None],
+                       clip_frac=sum(h["clip_frac"] for h in hist) / len(hist))
+            out["runs"].append(run)
+            print(f"{name:36s} seed {s}: " + ", ".join(f"{k} {v:.3f}" for k, v in run["after"].items())
+                  + f"  ({run['seconds']:.0f} s)", flush=True)
+    path = os.path.join(ROOT, "benchmarks", "results", "lab03.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""utils.control: the random reward, the hit rate, the same-config guard and the control check."""
+import copy
+
+import numpy as np
+import pytest
+
+from utils.control import (THRESHOLD, check_same_config, control_check, hit_rate, random_reward,
+                           wrong_answer_reward)
+from utils.grpo import GRPOConfig
+from utils.metrics import evaluate
+from utils.task import load_split
+
+
+def test_random_reward_rate_and_independence():
+    r = random_reward(0.3, seed=1)
+    xs = np.array(r(["66"] * 20000, [66] * 20000))
+    assert set(xs) <= {0.0, 1.0} and abs(xs.mean() - 0.3) < 0.015
+    # independent of the output: right and wrong answers are paid at the same rate
+    a = np.array(random_reward(0.3, seed=2)(["66"] * 20000, [66] * 20000))
+    b = np.array(random_reward(0.3, seed=2)(["oops"] * 20000, [66] * 20000))
+    assert (a == b).all()  # same seed, same stream, whatever the text
+
+
+def test_random_reward_seeded_and_edges():
+    assert random_reward(0.5, 3)(["x"] * 50) == random_reward(0.5, 3)(["x"] * 50)
+    assert random_reward(0.5, 3)(["x"] * 50) != random_reward(0.5, 4)(["x"] * 50)
+    assert random_reward(0.0)(["x"] * 10) == [0.0] * 10
+    assert random_reward(1.0)(["x"] * 10) == [1.0] * 10
+    assert random_reward(1)(["x"] * 3) == [1.0] * 3
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5, float("nan"), "0.3", None, True])
+def test_random_reward_bad_p(p):
+    with pytest.raises(ValueError, match="probability in \\[0, 1\\]"):
+        random_reward(p)
+
+
+def test_wrong_answer_reward():
+    assert wrong_answer_reward(["66", "67", "", None], [66, 66, 66, 66]) == [0.0, 1.0, 1.0, 1.0]
+
+
+def test_hit_rate_is_evaluate_pass_at_1(shipped):
+    model, tok = shipped
+    d = load_split("train", n=24)
+    p = hit_rate(model, tok, d["prompt"], d["answer"], k=4, seed=5)
+    assert p == evaluate(model, tok, d["prompt"], d["answer"], k=4, seed=5)["pass@1"]
+    assert 0.0 < p < 1.0
+
+
+def run(seed, after, **cfg):
+    c = GRPOConfig(**{"steps": 10, **cfg}, seed=seed)
+    return {"seed": seed, "config": vars(copy.deepcopy(c)), "after": after}
+
+
+def test_check_same_config():
+    check_same_config({"a": [run(0, {}), run(1, {})], "b": [run(2, {})]})  # seeds may differ
+    with pytest.raises(ValueError, match=r"differ in \['lr'\]"):
+        check_same_config({"a": [run(0, {})], "b": [run(0, {}, lr=1e-3)]})
+
+
+def test_control_check_by_hand():
+    before = {"pass@1": 0.30}
+    true = [run(0, {"pass@1": 0.45}), run(1, {"pass@1": 0.43})]          # +15, +13 -> +14
+    calm = [run(0, {"pass@1": 0.32}), run(1, {"pass@1": 0.30})]          # +2, 0 -> +1
+    loud = [run(0, {"pass@1": 0.40}), run(1, {"pass@1": 0.38})]          # +10, +8 -> +9
+    ok = control_check(before, true, calm)
+    assert ok["true_gain"] == pytest.approx(0.14) and ok["random_gain"] == pytest.approx(0.01)
+    assert not ok["flagged"] and ok["message"].startswith("OK")
+    bad = control_check(before, true, loud)
+    assert bad["flagged"] and "FLAG" in bad["message"] and "+9.0 points" in bad["message"]
+    assert THRESHOLD == 0.05
+    edge = control_check(before, true, [run(0, {"pass@1": 0.35})])       # exactly +5: not flagged
+    assert not edge["flagged"]
+
+
+def test_control_check_bad_inputs():
+    with pytest.raises(ValueError, match="at least one run"):
+        control_check({"pass@1": 0.3}, [], [run(0, {"pass@1": 0.3})])
+    with pytest.raises(ValueError, match="differ in"):
+        control_check({"pass@1": 0.3}, [run(0, {"pass@1": 0.4})], [run(0, {"pass@1": 0.3}, steps=20)])
+
+
+def test_run_condition_tiny_and_reproducible(shipped):
+    """Two seeds -> two runs with their own config seed; the same seed twice -> the same numbers;
+    an empty seed list is refused before any training."""
+    from utils.control import run_condition
+    from utils.verifiers import strict_reward
+
+    model, tok = shipped
+    tr, te = load_split("train", n=64), load_split("test", n=16)
+    splits = ((tr["prompt"], tr["answer"]), (te["prompt"], te["answer"]))
+    cfg = GRPOConfig(steps=2, batch_size=16, group_size=4, eval_every=0, eval_n=16)
+    runs = run_condition(model, tok, lambda s: random_reward(0.3, s), cfg, [0, 1], *splits, progress=False)
+    assert [r["seed"] for r in runs] == [0, 1] and [r["config"]["seed"] for r in runs] == [0, 1]
+    assert set(runs[0]["after"]) == {"greedy", "pass@1", "pass@8", "entropy"} and len(runs[0]["history"]) == 2
+    again = run_condition(model, tok, lambda s: random_reward(0.3, s), cfg, [0], *splits, progress=False)
+    assert again[0]["after"] == runs[0]["after"]
+    with pytest.raises(ValueError, match="seeds is empty"):
+        run_condition(model, tok, lambda s: strict_reward, cfg, [], *splits)

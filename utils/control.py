@@ -1,0 +1,91 @@
+"""The random-reward control (Lab 03). Before crediting a gain to the verifier, train again with a
+reward that carries no information, matched in rate, and everything else equal. If that run gains
+too, the gain is not (only) the verifier's. Spurious rewards: arXiv 2506.10947; contamination as
+the explanation of the Qwen2.5-Math result: arXiv 2507.10532.
+"""
+import copy
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from .grpo import train_grpo
+from .metrics import evaluate, policy_report
+from .verifiers import strict_reward
+
+THRESHOLD = 0.05  # a random-reward gain above 5 points of held-out accuracy flags the result
+
+
+def random_reward(p, seed=0):
+    """A reward that is 1.0 with probability p, independent of the completion (TRL signature).
+    Seeded: the same seed gives the same sequence of rewards."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
+    rng = np.random.default_rng(seed)
+
+    def reward(completions, answer=None, **kwargs):
+        return (rng.random(len(completions)) < p).astype(float).tolist()
+    reward.__name__ = f"random_reward(p={p:.3f})"
+    return reward
+
+
+def wrong_answer_reward(completions, answer, **kwargs):
+    """Spurious: pays 1.0 for every answer the strict verifier rejects (arXiv 2506.10947's 'incorrect' reward)."""
+    return [1.0 - r for r in strict_reward(completions, answer)]
+
+
+def hit_rate(model, tokenizer, prompts, answers, reward_fn=strict_reward, k=8, seed=0, max_new_tokens=8):
+    """p: the share of sampled completions (k per prompt, temperature 1) that reward_fn pays for."""
+    return evaluate(model, tokenizer, prompts, answers, k=k, reward_fn=reward_fn, seed=seed,
+                    max_new_tokens=max_new_tokens)["pass@1"]
+
+
+def check_same_config(runs):
+    """Raise ValueError unless every run used the same config apart from the seed.
+    runs: {condition: [run dicts with a 'config' dict]}."""
+    ref, ref_name = None, None
+    for name, rs in runs.items():
+        for r in rs:
+            cfg = dict(r["config"], seed=None)
+            if ref is None:
+                ref, ref_name = cfg, name
+            elif cfg != ref:
+                diff = sorted(k for k in ref if ref[k] != cfg.get(k))
+                raise ValueError(f"runs differ in more than the seed: {name!r} vs {ref_name!r} differ in {diff}. "
+                                 f"A control is only a control if everything else is equal.")
+
+
+def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, progress=True):
+    """Train a fresh copy of `base` once per seed. make_reward(seed) -> reward function (so a random
+    reward gets its own stream per seed; for a fixed verifier: lambda seed: strict_reward).
+    train, heldout: (prompts, answers). Returns a list of run dicts: seed, config (a dict),
+    history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy)."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed (three or more to see the spread)")
+    cfg.validate()
+    out = []
+    for s in seeds:
+        policy = copy.deepcopy(base)
+        c = replace(cfg, seed=s)
+        hist = train_grpo(policy, tokenizer, train[0], train[1], make_reward(s), c, heldout[0], heldout[1],
+                          progress=progress)
+        out.append({"seed": s, "config": asdict(c), "history": hist,
+                    "after": policy_report(policy, tokenizer, heldout[0], heldout[1], seed=7)})
+    return out
+
+
+def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass@1"):
+    """Compare held-out `key` gains. before: policy_report of the base model; *_runs: lists of run dicts.
+    Returns a dict with the mean gains and `flagged` (random gain > threshold) and a message."""
+    if not true_runs or not random_runs:
+        raise ValueError("control_check needs at least one run of each condition (true and random)")
+    check_same_config({"true": true_runs, "random": random_runs})
+    gain = lambda runs: float(np.mean([r["after"][key] - before[key] for r in runs]))  # noqa: E731
+    g_true, g_rand = gain(true_runs), gain(random_runs)
+    flagged = g_rand > threshold
+    msg = (f"FLAG: the random reward raised held-out {key} by {100 * g_rand:+.1f} points (> {100 * threshold:.0f}); "
+           f"the true reward by {100 * g_true:+.1f}. Part of the gain comes from training itself, not the verifier."
+           if flagged else
+           f"OK: the random reward changed held-out {key} by {100 * g_rand:+.1f} points (<= {100 * threshold:.0f}); "
+           f"the true reward by {100 * g_true:+.1f}. The gain is the verifier's.")
+    return {"true_gain": g_true, "random_gain": g_rand, "flagged": flagged, "message": msg}
