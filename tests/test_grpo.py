@@ -342,3 +342,27 @@ def test_train_grpo_eval_rewards_score_the_same_samples(shipped, train):
     for r in hist:
         assert r["heldout_strict_again"] == r["heldout_pass@1"]
         assert r["heldout_always"] == 1.0
+
+
+def test_progress_bar_redraws_at_most_about_once_a_second(shipped, train, monkeypatch):
+    """Every redraw of a notebook progress bar is a kernel message; a bar redrawn each step flooded
+    nbval (the kernel drops messages past ~2000 queued, and the cell's end was lost). Count the
+    redraws of the bar train_grpo draws, on a text stream instead of a widget."""
+    import functools
+    import io
+    import time
+
+    import tqdm.std
+
+    import utils.grpo
+
+    buf = io.StringIO()
+    monkeypatch.setattr(utils.grpo, "tqdm", functools.partial(tqdm.std.tqdm, file=buf))
+    model, tok = shipped
+    t0 = time.time()
+    train_grpo(copy.deepcopy(model), tok, *train, strict_reward,
+               GRPOConfig(steps=12, batch_size=8, group_size=4, eval_every=0), progress=True)
+    seconds = time.time() - t0
+    redraws = buf.getvalue().count("\r")
+    assert "12/12" in buf.getvalue()                  # the bar was drawn and finished
+    assert redraws <= 3 + seconds, (redraws, seconds)  # first draw, about one per second, the close

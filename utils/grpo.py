@@ -208,7 +208,9 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         return out
 
     t0 = time.time()
-    bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress)
+    # mininterval and refresh=False keep widget traffic low: a Jupyter kernel drops messages
+    # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
+    bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress, mininterval=1.0)
     for step in bar:
         idx = rng.integers(0, len(prompts), n_prompts)
         batch_p = [prompts[i] for i in idx]
@@ -252,7 +254,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             rec.update(held_out())
         rec["seconds"] = time.time() - t0
         history.append(rec)
-        bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}")
+        bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
         if callback:
             callback(rec)
         if out_of_time:

@@ -56,7 +56,8 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     class Recorder(TrainerCallback):
         def on_train_begin(self, args, state, control, **kw):
             t0[0] = time.time()
-            self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", disable=not progress)
+            self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", disable=not progress,
+                            mininterval=1.0)  # few widget messages, see utils/grpo.py
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "reward" not in logs:
@@ -75,7 +76,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
             rec["seconds"] = time.time() - t0[0]
             history.append(rec)
             self.bar.update(1)
-            self.bar.set_postfix(reward=f"{rec['reward_mean']:.2f}")
+            self.bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", refresh=False)
 
         def on_train_end(self, args, state, control, **kw):
             self.bar.close()
