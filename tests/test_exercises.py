@@ -213,11 +213,11 @@ def test_check_control_check(capsys):
     def no_mean(before, t, r, threshold=0.05):
         return {"true_gain": t[0]["after"]["pass@1"] - before["pass@1"],
                 "random_gain": r[0]["after"]["pass@1"] - before["pass@1"], "flagged": False}
-    with pytest.raises(ExerciseError, match="expected true_gain 0.14"):
+    with pytest.raises(ExerciseError, match="expected true_gain 0.09"):
         check_control_check(no_mean)
 
     def at_or_above(before, t, r, threshold=0.05):
         out = control_check(before, t, r, threshold)
-        return dict(out, flagged=out["random_gain"] >= threshold - 1e-12)
-    with pytest.raises(ExerciseError, match="exactly \\+5 points"):
+        return dict(out, flagged=out["random_gain"] >= threshold)
+    with pytest.raises(ExerciseError, match="exactly at the threshold"):
         check_control_check(at_or_above)

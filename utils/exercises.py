@@ -133,14 +133,16 @@ def check_verifier(fn, min_coverage=0.95):
         return _note("my_match", careful_match)
     for name, cases in (("the shipped suite", suite), ("hidden cases", hidden)):
         bad = _suite_errors(fn, cases)
-        fp = [(c, g) for c, g in bad if c["label"] == 0.0]
+        fp = [(c, g) for c, g in bad if c["label"] == 0.0 and g == 1.0]
+        raised = [(c, g) for c, g in bad if isinstance(g, str)]  # a verifier must never raise
         coverage = 1 - len(bad) / len(cases)
-        if fp or coverage < min_coverage:
+        if fp or raised or coverage < min_coverage:
             shown = "\n".join(f"  {c['id']:12s} output {repr(c['output'])[:30]:32s} answer {c['answer']!r:8} "
-                              f"label {c['label']}  got {g}" for c, g in (fp or bad)[:6])
+                              f"label {c['label']}  got {g}" for c, g in (fp or raised or bad)[:6])
             raise ExerciseError(
                 f"my_match on {name}: coverage {coverage:.0%} (need >= {min_coverage:.0%}), "
-                f"{len(fp)} false positive(s) (need 0). First disagreements:\n{shown}\n"
+                f"{len(fp)} false positive(s) (need 0), {len(raised)} exception(s) (need 0). "
+                f"First disagreements:\n{shown}\n"
                 f"Hint: start from strict_match's rules; accept '1,073' only with commas every three digits "
                 f"and one final '.'; reject everything else, and never raise (check isinstance(text, str)).")
         print(f"OK: my_match on {name}: coverage {coverage:.0%}, no false positives ({len(cases)} cases).")
@@ -162,7 +164,7 @@ def check_breaking_cases(fn, target=None, min_cases=3):
         return reference
     problems = []
     for i, case in enumerate(cases):
-        if not (isinstance(case, tuple) and len(case) == 3):
+        if not (isinstance(case, (tuple, list)) and len(case) == 3):
             problems.append(f"case {i}: {case!r} is not an (output, answer, label) triple")
             continue
         out, ans, label = case
@@ -224,11 +226,13 @@ def check_control_check(fn):
 
     def runs(*accs):
         return [{"config": {"steps": 1}, "after": {"pass@1": a}} for a in accs]
-    before = {"pass@1": 0.30}
-    cases = [("true +15 and +13 points, random +2 and 0", runs(0.45, 0.43), runs(0.32, 0.30), 0.05, (0.14, 0.01, False)),
-             ("random +10 and +8 points: flagged", runs(0.45, 0.43), runs(0.40, 0.38), 0.05, (0.14, 0.09, True)),
-             ("random exactly +5 points: not above the threshold", runs(0.45), runs(0.35), 0.05, (0.15, 0.05, False)),
-             ("random -20 points (it hurt)", runs(0.45), runs(0.10), 0.05, (0.15, -0.20, False))]
+    before = {"pass@1": 0.25}  # values exact in binary floating point, so the threshold case is exact
+    cases = [("true +12.5 and +6.25 points, random +3.125 and 0", runs(0.375, 0.3125), runs(0.28125, 0.25), 0.0625,
+              (0.09375, 0.015625, False)),
+             ("random +12.5 and +6.25 points: flagged", runs(0.5), runs(0.375, 0.3125), 0.0625, (0.25, 0.09375, True)),
+             ("random exactly at the threshold (+6.25 points): not above it", runs(0.5), runs(0.3125), 0.0625,
+              (0.25, 0.0625, False)),
+             ("random -12.5 points (it hurt)", runs(0.5), runs(0.125), 0.0625, (0.25, -0.125, False))]
     try:
         fn(before, *cases[0][1:4])
     except NotImplementedError:
@@ -241,4 +245,51 @@ def check_control_check(fn):
                                 f"flagged {fl}\n  got      {got}\nHint: gain = mean over runs of after['pass@1'] - "
                                 f"before['pass@1']; flag when the random gain is strictly above the threshold.")
     print(f"OK: my_control_check matches the reference on {len(cases)} worked cases.")
+    return fn
+
+
+# ----------------------------------------------------------------------------------------- Lab 05
+
+def check_pass_at_k(fn):
+    """Check fn(n, c, k) -> unbiased pass@k: equal to exact enumeration over all k-subsets for n <= 8,
+    exactly 1.0 when n - c < k, finite and in [0, 1] for n = 1024, ValueError for k > n, negative
+    counts and c > n. Returns the function to use."""
+    import itertools
+    import math
+
+    from .metrics import pass_at_k
+
+    try:
+        fn(4, 1, 2)
+    except NotImplementedError:
+        return _note("my_pass_at_k", pass_at_k)
+    for n in range(1, 9):
+        for c in range(n + 1):
+            samples = [1] * c + [0] * (n - c)
+            for k in range(1, n + 1):
+                subsets = list(itertools.combinations(range(n), k))
+                want = sum(any(samples[i] for i in s) for s in subsets) / len(subsets)
+                got = fn(n, c, k)
+                if not abs(float(got) - want) < 1e-9:
+                    raise ExerciseError(f"my_pass_at_k(n={n}, c={c}, k={k}): expected {want:.6f} (the share of the "
+                                        f"{len(subsets)} {k}-subsets with a correct sample), got {got}\nHint: "
+                                        f"1 - C(n-c, k) / C(n, k) = 1 - prod over i from n-c+1 to n of (1 - k/i).")
+    for c, k in ((1000, 100), (1, 1), (5, 512), (1023, 2), (0, 1024), (3, 1022)):
+        try:
+            got = float(fn(1024, c, k))
+        except (OverflowError, ZeroDivisionError) as e:
+            got = f"{type(e).__name__}: {e}"
+        if isinstance(got, str) or not (math.isfinite(got) and 0.0 <= got <= 1.0) or abs(got - pass_at_k(1024, c, k)) > 1e-9:
+            raise ExerciseError(f"my_pass_at_k(1024, {c}, {k}) = {got}; expected {pass_at_k(1024, c, k)}. With n = 1024 "
+                                f"the binomials overflow floats: use the product form, never C(n, k) itself.")
+    if fn(1024, 1000, 100) != 1.0:
+        raise ExerciseError("my_pass_at_k(1024, 1000, 100) must be exactly 1.0: with n - c < k every subset has a correct sample")
+    for bad in ((4, 1, 5), (4, -1, 2), (4, 5, 2), (4, 1, 0)):
+        try:
+            fn(*bad)
+        except ValueError:
+            continue
+        raise ExerciseError(f"my_pass_at_k{bad} should raise ValueError (k must be 1..n, counts 0..n)")
+    print("OK: my_pass_at_k matches exact enumeration for n <= 8, is exact at n - c < k, stable at n = 1024, "
+          "and rejects bad counts.")
     return fn
