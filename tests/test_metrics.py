@@ -166,3 +166,46 @@ def test_policy_report_keys_and_relations(shipped, problems):
     assert policy_report(model, tok, p, a, k=8, seed=3) == rep
     # greedy decoding has entropy too (of the distribution), but a peaked temperature lowers it
     assert policy_report(model, tok, p, a, k=8, seed=3, temperature=0.5)["entropy"] < rep["entropy"]
+
+
+# ------------------------------------------------------------------------------ Lab 05 helpers
+from utils.metrics import (bootstrap_pass_at_k, compression_ratio, pass_at_k_curve,  # noqa: E402
+                           pass_at_k_table, read_pass_at_k)
+
+
+def test_pass_at_k_curve_and_table_by_hand():
+    # n = 4: c = 0 -> 0; c = 2 -> pass@1 = 1/2, pass@2 = 1 - C(2,2)/C(4,2) = 5/6; c = 4 -> 1
+    curve = pass_at_k_curve([0, 2, 4], 4, [1, 2])
+    assert curve == pytest.approx([(0 + 0.5 + 1) / 3, (0 + 5 / 6 + 1) / 3])
+    table = pass_at_k_table(4, [1, 2])
+    assert table.shape == (5, 2) and table[2] == pytest.approx([0.5, 5 / 6])
+    assert table[np.array([0, 2, 4])].mean(0) == pytest.approx(curve)
+    with pytest.raises(ValueError, match="empty"):
+        pass_at_k_curve([], 4, [1])
+
+
+def test_bootstrap_band_contains_curve_and_shrinks_to_point():
+    counts = np.array([0, 1, 3, 8, 8, 2, 0, 5])
+    ks = [1, 2, 4, 8]
+    lo, hi = bootstrap_pass_at_k(counts, 8, ks, n_boot=500, seed=1)
+    mid = pass_at_k_curve(counts, 8, ks)
+    assert (lo <= mid + 1e-12).all() and (mid <= hi + 1e-12).all() and (lo < hi).all()
+    lo2, hi2 = bootstrap_pass_at_k(np.full(10, 3), 8, ks, n_boot=200)   # identical problems: no spread
+    assert lo2 == pytest.approx(hi2)
+    again = bootstrap_pass_at_k(counts, 8, ks, n_boot=500, seed=1)
+    assert (again[0] == lo).all() and (again[1] == hi).all()
+
+
+def test_compression_ratio_worked_example():
+    # SOURCE_NOTES: 40% / 75% before, 65% after -> 25 / 35 = 0.714
+    assert compression_ratio(0.40, 0.75, 0.65) == pytest.approx(25 / 35)
+    assert compression_ratio(0.40, 0.75, 0.40) == 0.0
+    assert compression_ratio(0.40, 0.75, 0.30) == pytest.approx(-10 / 35)
+    assert math.isnan(compression_ratio(0.5, 0.5, 0.6))
+
+
+@pytest.mark.parametrize("d1, dk, want", [
+    (0.25, 0.02, "pure compression"), (0.25, 0.10, "real gain plus compression"),
+    (-0.2, -0.3, "mode collapse"), (0.25, -0.10, "cost of coverage"), (0.0, 0.0, "no clear change")])
+def test_read_pass_at_k(d1, dk, want):
+    assert want in read_pass_at_k(d1, dk)

@@ -82,3 +82,19 @@ def test_verifier_playground_widget():
     assert "1.0" in row("strict")
     prob.value = "two plus two"
     assert "type a problem like" in out.value
+
+
+def test_pass_at_k_explorer_widget():
+    import numpy as np
+
+    from utils.widgets import pass_at_k_explorer
+
+    counts = {("base", "test"): np.array([0, 4, 8]), ("GRPO", "test"): np.array([1, 8, 8]),
+              ("base", "ood"): np.array([0, 0, 1]), ("GRPO", "ood"): np.array([0, 1, 1])}
+    box = pass_at_k_explorer(counts, 8, default_model="GRPO", default_k=4)
+    model, split, k = box.children[0].children
+    assert model.options == ("GRPO",) and split.options == ("ood", "test") and k.options == (1, 2, 4, 8)
+    out = box.children[1]
+    assert isinstance(out, w.Output)
+    k.value = 8      # redraws without error
+    split.value = "ood"

@@ -85,3 +85,53 @@ def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_
     out = {"greedy": greedy, "pass@1": ev["pass@1"], "entropy": ent_sum / max(tok_sum, 1.0)}
     out[f"pass@{k}"] = ev.get(f"pass@{k}", ev["pass@1"])
     return out
+
+
+# ------------------------------------------------------------------------------ pass@k analysis (Lab 05)
+
+def pass_at_k_curve(correct, n, ks):
+    """Mean over problems of the unbiased pass@k, for each k in ks.
+    correct: [P] correct counts out of n samples per problem. Returns np.array [len(ks)]."""
+    correct = np.asarray(correct)
+    if correct.size == 0:
+        raise ValueError("correct is empty: need the correct counts of at least one problem")
+    return np.array([np.mean([pass_at_k(n, int(c), k) for c in correct]) for k in ks])
+
+
+def pass_at_k_table(n, ks):
+    """pass@k for every possible count c = 0..n: [n + 1, len(ks)], so that a curve over problems is a
+    lookup, table[correct].mean(0) (fast for bootstrapping)."""
+    return np.array([[pass_at_k(n, c, k) for k in ks] for c in range(n + 1)])
+
+
+def bootstrap_pass_at_k(correct, n, ks, n_boot=1000, level=0.95, seed=0):
+    """Bootstrap confidence band over problems for the pass@k curve: resample problems with
+    replacement n_boot times. Returns (low [len(ks)], high [len(ks)])."""
+    correct = np.asarray(correct, dtype=int)
+    table = pass_at_k_table(n, ks)                          # [n + 1, K]
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(correct), (n_boot, len(correct)))  # [B, P]
+    curves = table[correct[idx]].mean(1)                     # [B, K]
+    a = (1 - level) / 2
+    return np.quantile(curves, a, axis=0), np.quantile(curves, 1 - a, axis=0)
+
+
+def compression_ratio(before_1, before_k, after_1):
+    """Share of the base model's pass@1-to-pass@k gap that the trained model's pass@1 closed:
+    (after pass@1 - before pass@1) / (before pass@k - before pass@1). Above about 0.7 the gain is
+    mostly search compression (SOURCE: 40/75 -> 65/77 gives 25/35 = 0.71). nan if there is no gap."""
+    gap = before_k - before_1
+    return float((after_1 - before_1) / gap) if gap > 0 else float("nan")
+
+
+def read_pass_at_k(d1, dk, tol=0.02):
+    """The interpretation table: d1, dk are the changes in pass@1 and pass@k (fractions)."""
+    if d1 < -tol and dk < -tol:
+        return "both down: mode collapse"
+    if d1 > tol and dk > tol:
+        return "pass@1 up and pass@k up: real gain plus compression"
+    if d1 > tol and abs(dk) <= tol:
+        return "pass@1 up, pass@k flat: pure compression"
+    if d1 > tol and dk < -tol:
+        return "pass@1 up, pass@k down: compression at the cost of coverage"
+    return "no clear change"
