@@ -221,3 +221,50 @@ def test_check_control_check(capsys):
         return dict(out, flagged=out["random_gain"] >= threshold)
     with pytest.raises(ExerciseError, match="exactly at the threshold"):
         check_control_check(at_or_above)
+
+
+# ---- Lab 04
+
+def test_check_token_entropy_accepts_reference_and_stub(capsys):
+    from utils.exercises import check_token_entropy
+    from utils.health import masked_token_entropy
+    assert check_token_entropy(masked_token_entropy) is masked_token_entropy
+
+    def stub(logits, mask):
+        raise NotImplementedError
+    assert check_token_entropy(stub) is masked_token_entropy
+    assert "NOTE" in capsys.readouterr().out
+
+
+def test_check_token_entropy_rejects_unmasked_mean():
+    import torch.nn.functional as F
+    from utils.exercises import check_token_entropy
+
+    def unmasked(logits, mask):
+        logp = F.log_softmax(logits, -1)
+        return -(logp.exp() * logp).sum(-1).mean()
+    with pytest.raises(ExerciseError, match="masked position"):
+        check_token_entropy(unmasked)
+
+
+def test_check_health_check_reference_stub_and_wrong():
+    from utils.exercises import check_health_check
+    from utils.health import health_check
+
+    def mine(history, window=5):
+        return set(health_check(history, window=window)["failed"])
+    assert check_health_check(mine) is mine
+
+    def stub(history, window=5):
+        raise NotImplementedError
+    assert callable(check_health_check(stub))
+
+    def last_step_only(history, window=5):
+        return set(health_check(history, window=1)["failed"])
+    with pytest.raises(ExerciseError, match="one bad step"):
+        check_health_check(last_step_only)
+
+    def no_validation(history, window=5):
+        return set(health_check(history, window=window)["failed"]) if history else set()
+    with pytest.raises(ExerciseError, match="empty history"):
+        check_health_check(no_validation)

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from utils.grpo import (GRPOConfig, group_advantages, kl_k3, loss_stats, policy_loss, train_grpo)
+from utils.grpo import (GRPOConfig, group_advantages, grpo_step_loss, high_entropy_mask, kl_k3, loss_stats,
+                        policy_loss, train_grpo)
 from utils.task import load_split
 from utils.verifiers import strict_reward
 
@@ -230,7 +231,7 @@ def test_config_batch_divisibility_message_suggests_a_value():
 
 
 # ---------------------------------------------------------------- the loop
-KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "entropy", "kl", "clip_frac",
+KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "group_reward_std", "distinct_answers", "entropy", "kl", "clip_frac",
         "completion_len", "loss", "heldout_pass@1", "seconds"}
 TINY = dict(steps=3, batch_size=16, group_size=4, eval_every=0)
 
@@ -259,6 +260,7 @@ def test_train_grpo_history(shipped, tiny_run):
         assert set(r) == KEYS
         assert 0 <= r["reward_mean"] <= 1 and 0 <= r["reward_std"] <= 0.5
         assert 0 <= r["zero_spread_frac"] <= 1 and r["entropy"] >= 0 and r["kl"] >= -1e-6
+        assert 0 <= r["group_reward_std"] <= r["reward_std"] + 1e-6  # within-group spread <= total spread
         assert 1 <= r["completion_len"] <= 8
         assert r["heldout_pass@1"] is None           # no eval prompts given
         assert r["seconds"] >= 0
@@ -366,3 +368,76 @@ def test_progress_bar_redraws_at_most_about_once_a_second(shipped, train, monkey
     redraws = buf.getvalue().count("\r")
     assert "12/12" in buf.getvalue()                  # the bar was drawn and finished
     assert redraws <= 3 + seconds, (redraws, seconds)  # first draw, about one per second, the close
+
+
+def test_high_entropy_mask_hand_values():
+    """Masked entropies .1 .5 .9 .3 .7; the 60% quantile is .58, so frac 0.4 keeps .9 and .7."""
+    ent = torch.tensor([[0.1, 0.5, 0.9, 0.0], [0.3, 0.7, 0.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    assert high_entropy_mask(ent, mask, 0.4).tolist() == [[0, 0, 1, 0], [0, 1, 0, 0]]
+    assert high_entropy_mask(ent, mask, 1.0) is mask
+    empty = torch.zeros(2, 4, dtype=torch.long)
+    assert high_entropy_mask(ent, empty, 0.2).tolist() == empty.tolist()
+
+
+@pytest.mark.parametrize("field,value", [("top_entropy_frac", 0.0), ("top_entropy_frac", 1.5),
+                                         ("entropy_coef", -0.1)])
+def test_config_validate_remedy_fields(field, value):
+    with pytest.raises(ValueError, match=f"GRPOConfig.{field}"):
+        GRPOConfig(**{field: value}).validate()
+
+
+def _rollout(shipped, n_prompts=4, G=4):
+    from utils.policy import sample
+    model, tok = shipped
+    prompts = load_split("test", n=n_prompts)["prompt"]
+    return sample(model, tok, prompts, k=G, generator=torch.Generator().manual_seed(0))
+
+
+def test_entropy_bonus_is_minus_coef_times_mean_entropy_and_has_a_gradient(shipped):
+    """With zero advantages and no KL the surrogate is 0, so the loss is the bonus alone."""
+    from utils.metrics import masked_mean
+    model, _ = shipped
+    policy = copy.deepcopy(model)
+    ro = _rollout(shipped)
+    adv = torch.zeros(ro.completion_ids.shape[0])
+    cfg = GRPOConfig(entropy_coef=0.5)
+    loss, _, ent = grpo_step_loss(policy, ro, adv, ro.logprobs, ro.logprobs, cfg)
+    assert loss.item() == pytest.approx(-0.5 * masked_mean(ent, ro.completion_mask).item(), rel=1e-5)
+    loss.backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in policy.parameters())
+    loss0, _, _ = grpo_step_loss(copy.deepcopy(model), ro, adv, ro.logprobs, ro.logprobs, GRPOConfig())
+    assert loss0.item() == 0.0
+
+
+def test_top_entropy_frac_shrinks_the_mask_the_loss_sees(shipped):
+    model, _ = shipped
+    ro = _rollout(shipped)
+    seen = []
+
+    def spy(logp, old_logp, ref_logp, adv, mask, *args):
+        seen.append(int(mask.sum()))
+        return policy_loss(logp, old_logp, ref_logp, adv, mask, *args)
+
+    adv = torch.ones(ro.completion_ids.shape[0])
+    for frac in (1.0, 0.2):
+        grpo_step_loss(copy.deepcopy(model), ro, adv, ro.logprobs, ro.logprobs,
+                       GRPOConfig(top_entropy_frac=frac), loss_fn=spy)
+    total = int(ro.completion_mask.sum())
+    assert seen[0] == total
+    assert 0.2 * total - 1 <= seen[1] <= 0.5 * total   # about a fifth (ties can keep a few more)
+
+
+def test_train_grpo_eval_sets_and_distinct_answers(shipped, train):
+    model, tok = shipped
+    ev, ood = load_split("test", n=8), load_split("ood", n=8)
+    hist = train_grpo(copy.deepcopy(model), tok, *train, strict_reward,
+                      GRPOConfig(steps=2, batch_size=16, group_size=4, eval_every=1, eval_n=8),
+                      eval_prompts=ev["prompt"], eval_answers=ev["answer"],
+                      eval_sets={"ood": (ood["prompt"], ood["answer"])}, progress=False)
+    for r in hist:
+        assert 0 <= r["ood_pass@1"] <= 1 and (r["ood_pass@1"] * 8) == pytest.approx(round(r["ood_pass@1"] * 8))
+        assert 1 <= r["distinct_answers"] <= 4
+    with pytest.raises(ValueError, match=r"eval_sets\['ood'\]"):
+        train_grpo(copy.deepcopy(model), tok, *train, strict_reward, GRPOConfig(steps=1, batch_size=8, group_size=4),
+                   eval_sets={"ood": (ood["prompt"], [])}, progress=False)

@@ -209,3 +209,33 @@ def test_compression_ratio_worked_example():
     (-0.2, -0.3, "mode collapse"), (0.25, -0.10, "cost of coverage"), (0.0, 0.0, "no clear change")])
 def test_read_pass_at_k(d1, dk, want):
     assert want in read_pass_at_k(d1, dk)
+
+
+# ---- Lab 04: answer distributions and right-answer log-likelihood
+
+def test_answer_distribution_counts_k_answers_per_prompt(shipped):
+    from utils.metrics import answer_distribution
+    model, tok = shipped
+    dist = answer_distribution(model, tok, ["37+29=", "5+5="], k=16, seed=0)
+    assert len(dist) == 2 and all(sum(c.values()) == 16 for c in dist)
+    assert dist == answer_distribution(model, tok, ["37+29=", "5+5="], k=16, seed=0)   # seeded
+    greedy = answer_distribution(model, tok, ["5+5="], k=4, temperature=0)
+    assert len(greedy[0]) == 1                                   # greedy: one answer, four times
+
+
+def test_answer_logprob_matches_the_sampler_and_sums_tokens(shipped):
+    """The greedy answer's log-likelihood equals the sum of the sampler's own token log-probs for it;
+    a four-digit answer to a two-digit sum is far less likely; all values are <= 0."""
+    import torch
+    from utils.metrics import answer_logprob
+    from utils.policy import sample
+    model, tok = shipped
+    r = sample(model, tok, ["37+29="], k=1, temperature=0)
+    greedy = r.texts[0]
+    lp = answer_logprob(model, tok, ["37+29=", "37+29=", "37+29="], [greedy, "66", "9999"])
+    assert lp.shape == (3,) and (lp <= 0).all()
+    assert lp[0] == pytest.approx(float(r.logprobs.sum()), abs=1e-4)   # same number the sampler saw
+    assert lp[0] > lp[2] + 5
+    assert lp[1] == pytest.approx(answer_logprob(model, tok, ["37+29="], [66])[0], abs=1e-5)  # int answers ok
+    with pytest.raises(ValueError, match="differ in length"):
+        answer_logprob(model, tok, ["1+1="], [])

@@ -98,3 +98,22 @@ def test_pass_at_k_explorer_widget():
     assert isinstance(out, w.Output)
     k.value = 8      # redraws without error
     split.value = "ood"
+
+
+def test_answer_distribution_explorer_widget():
+    from collections import Counter
+
+    from utils.widgets import answer_distribution_explorer
+
+    snaps = {"healthy": {0: [Counter({"66": 3, "65": 1}), Counter({"10": 4})],
+                         20: [Counter({"66": 4}), Counter({"10": 2, "": 2})]},
+             "collapsed": {0: [Counter({"66": 4}), Counter({"11": 4})]}}
+    box = answer_distribution_explorer(snaps, ["37+29=", "5+5="], ["66", "10"], default_run="healthy")
+    run, step, problem = box.children[0].children
+    assert run.value == "healthy" and step.options == (0, 20) and step.value == 20
+    assert [v for _, v in problem.options] == [0, 1]
+    problem.value = 1          # redraws, an empty answer included
+    run.value = "collapsed"    # the step slider follows the run's steps
+    assert step.options == (0,) and step.value == 0
+    with pytest.raises(ValueError, match="non-empty"):
+        answer_distribution_explorer({"x": {}}, [], [])

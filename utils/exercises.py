@@ -248,6 +248,70 @@ def check_control_check(fn):
     return fn
 
 
+# ----------------------------------------------------------------------------------------- Lab 04
+
+def check_token_entropy(fn):
+    """Check fn(logits [N, T, V], mask [N, T]) -> mean entropy in nats over the masked positions."""
+    import math
+
+    from .health import masked_token_entropy
+    uniform_peaked = torch.tensor([[[0.0, 0, 0, 0], [100.0, 0, 0, 0], [0.0, 0, 0, 0]]])   # [1, 3, 4]
+    cases = [
+        ("one uniform position over 4 tokens (ln 4 = 1.3863)", (uniform_peaked[:, :1], torch.ones(1, 1)),
+         math.log(4)),
+        ("uniform, then peaked, then a masked position: (ln 4 + 0) / 2", (uniform_peaked, torch.tensor([[1, 1, 0]])),
+         math.log(4) / 2),
+        ("p = (.75, .25) from logits (ln 3, 0): -(.75 ln .75 + .25 ln .25)", (torch.tensor([[[math.log(3), 0.0]]]),
+                                                                              torch.ones(1, 1)), 0.562335),
+        ("two rows, row 2 fully masked", (torch.tensor([[[0.0, 0.0]], [[5.0, -5.0]]]), torch.tensor([[1], [0]])),
+         math.log(2)),
+    ]
+    try:
+        return _run("token_entropy", fn, masked_token_entropy, cases)
+    except ExerciseError as e:
+        raise ExerciseError(f"{e}\nHint: log_softmax over the last axis, H = -(p * log p).sum(-1) per position, "
+                            f"then average over positions where mask is 1 (divide by mask.sum()).") from None
+
+
+def check_health_check(fn):
+    """Check fn(history, window=5) -> set of failed check names ("spread", "entropy", "kl") against
+    utils.health.health_check on worked histories, and a ValueError for an empty history or a
+    missing metric. Returns the function to use."""
+    from .health import ENTROPY_FLOOR, KL_CEILING, STD_FLOOR, health_check
+
+    def reference(history, window=5):
+        return set(health_check(history, window=window)["failed"])
+
+    def rec(std=0.3, ent=0.5, kl=0.1):
+        return {"group_reward_std": std, "entropy": ent, "kl": kl}
+    cases = [("a healthy run", [rec()] * 8),
+             (f"entropy {ENTROPY_FLOOR / 2} at the end", [rec()] * 8 + [rec(ent=ENTROPY_FLOOR / 2)] * 5),
+             (f"group std {STD_FLOOR / 2} and KL {KL_CEILING * 2}", [rec(std=STD_FLOOR / 2, kl=KL_CEILING * 2)] * 5),
+             ("entropy low long ago, fine in the last 5 steps", [rec(ent=0.0)] * 10 + [rec()] * 5),
+             ("one bad step among the last 5 (mean entropy 0.4)", [rec()] * 4 + [rec(ent=0.0)])]
+    try:
+        fn(cases[0][1])
+    except NotImplementedError:
+        return _note("my_health_check", reference)
+    for desc, hist in cases:
+        got, want = fn(hist), reference(hist)
+        if set(got or ()) != want:
+            raise ExerciseError(f"my_health_check on {desc}: expected {sorted(want) or 'no flags'}, got {got}\n"
+                                f"Hint: average each metric over the last `window` steps, then compare with "
+                                f"STD_FLOOR={STD_FLOOR}, ENTROPY_FLOOR={ENTROPY_FLOOR}, KL_CEILING={KL_CEILING}.")
+    for desc, bad in (("an empty history", []), ("a history without 'kl'", [{"group_reward_std": 0.3, "entropy": 0.5}])):
+        try:
+            fn(bad)
+        except ValueError:
+            continue
+        except Exception as e:
+            raise ExerciseError(f"my_health_check on {desc} raised {type(e).__name__}: {e}; raise a ValueError "
+                                f"that names what is missing instead") from None
+        raise ExerciseError(f"my_health_check on {desc} should raise ValueError naming what is missing")
+    print(f"OK: my_health_check agrees with the reference on {len(cases)} histories and rejects bad input.")
+    return fn
+
+
 # ----------------------------------------------------------------------------------------- Lab 05
 
 def check_pass_at_k(fn):

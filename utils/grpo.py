@@ -106,6 +106,8 @@ class GRPOConfig:
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
+    entropy_coef: float = 0.0      # entropy bonus: loss -= entropy_coef * mean token entropy
+    top_entropy_frac: float = 1.0  # train only on this share of tokens, the highest-entropy ones (arXiv 2506.01939: 0.2)
     track_kl: bool = True  # measure KL to the reference every step even when beta = 0 (one extra forward)
     max_grad_norm: float = 1.0
     warmup_steps: int = 0
@@ -135,7 +137,9 @@ class GRPOConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not v > 0:
                 bad(name, "must be a number > 0")
-        for name in ("beta", "max_grad_norm", "max_seconds"):
+        if not isinstance(self.top_entropy_frac, (int, float)) or not 0 < self.top_entropy_frac <= 1:
+            bad("top_entropy_frac", "must be a number in (0, 1] (1 = every token)")
+        for name in ("beta", "max_grad_norm", "max_seconds", "entropy_coef"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
                 bad(name, "must be a number >= 0")
@@ -148,21 +152,39 @@ class GRPOConfig:
         return self
 
 
+def high_entropy_mask(entropy, mask, frac):
+    """mask [N, T] restricted to the top `frac` share of its tokens by entropy [N, T] (ties kept).
+    Training only on these "forking" tokens is the remedy of arXiv 2506.01939 (frac 0.2)."""
+    if frac >= 1:
+        return mask
+    vals = entropy[mask.bool()]
+    if vals.numel() == 0:
+        return mask
+    cut = torch.quantile(vals.float(), 1 - frac)
+    return mask * (entropy >= cut).to(mask.dtype)
+
+
 def grpo_step_loss(policy, rollout, adv, old_logp, ref_logp, cfg, loss_fn=policy_loss):
     """Forward the policy on a rollout and return (loss, stats, entropy [N, T]).
-    loss_fn has policy_loss's signature and may return the loss alone."""
+    loss_fn has policy_loss's signature and may return the loss alone. With cfg.top_entropy_frac < 1
+    the loss sees only the highest-entropy tokens; with cfg.entropy_coef > 0 it gets an entropy bonus."""
     r = rollout
     logp, ent = completion_logprobs(policy, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
-                                    cfg.temperature)
-    out = loss_fn(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high,
+                                    cfg.temperature, entropy_grad=cfg.entropy_coef > 0)
+    mask = high_entropy_mask(ent.detach(), r.completion_mask, cfg.top_entropy_frac)
+    out = loss_fn(logp, old_logp, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high,
                   cfg.beta, cfg.loss_type, cfg.max_new_tokens)
-    if isinstance(out, tuple):  # policy_loss returns (loss, stats)
-        return out[0], out[1], ent
-    return out, loss_stats(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high), ent
+    loss, stats = out if isinstance(out, tuple) else (out, None)  # policy_loss returns (loss, stats)
+    if stats is None:
+        stats = loss_stats(logp, old_logp, ref_logp, adv, r.completion_mask, cfg.eps_low, cfg.eps_high)
+    if cfg.entropy_coef > 0:
+        loss = loss - cfg.entropy_coef * masked_mean(ent, r.completion_mask)
+    return loss, stats, ent.detach()
 
 
 def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
-               ref=None, loss_fn=None, advantage_fn=None, progress=True, callback=None, eval_rewards=None):
+               ref=None, loss_fn=None, advantage_fn=None, progress=True, callback=None, eval_rewards=None,
+               eval_sets=None):
     """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
 
     prompts/answers: the training pool, sampled with replacement (seeded). reward_fn has the
@@ -173,6 +195,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     loss_fn / advantage_fn, if given, replace policy_loss / group_advantages (same signatures):
     the lab's exercises plug in here. eval_rewards, a dict name -> reward_fn, also scores the same
     held-out samples with other verifiers, recorded as "heldout_<name>" (Lab 02: proxy vs truth).
+    eval_sets, a dict name -> (prompts, answers), adds more held-out sets scored the same way and
+    recorded as "<name>_pass@1" (Lab 04: the OOD split).
     """
     cfg.validate()
     prompts, answers = list(prompts), list(answers)
@@ -193,18 +217,24 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
     history = []
 
-    eval_rewards = dict(eval_rewards or {})
+    eval_rewards, eval_sets = dict(eval_rewards or {}), dict(eval_sets or {})
+    for name, pair in eval_sets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and len(pair[0]) == len(pair[1]) > 0):
+            raise ValueError(f"eval_sets[{name!r}] must be a (prompts, answers) pair of equal, non-zero length")
 
     def held_out():
-        if eval_prompts is None:
-            return {}
-        n = cfg.eval_n
-        ans = list(eval_answers)[:n]
-        ev = evaluate(policy, tokenizer, list(eval_prompts)[:n], ans, k=1,
-                      temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)
-        out = {"heldout_pass@1": ev["pass@1"]}
-        for name, fn in eval_rewards.items():
-            out[f"heldout_{name}"] = float(np.mean(fn(ev["texts"], ans)))
+        n, out = cfg.eval_n, {}
+        if eval_prompts is not None:
+            ans = list(eval_answers)[:n]
+            ev = evaluate(policy, tokenizer, list(eval_prompts)[:n], ans, k=1,
+                          temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)
+            out["heldout_pass@1"] = ev["pass@1"]
+            for name, fn in eval_rewards.items():
+                out[f"heldout_{name}"] = float(np.mean(fn(ev["texts"], ans)))
+        for name, (ps, ys) in eval_sets.items():
+            out[f"{name}_pass@1"] = evaluate(policy, tokenizer, list(ps)[:n], list(ys)[:n], k=1,
+                                             temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                                             seed=12345)["pass@1"]
         return out
 
     t0 = time.time()
@@ -239,6 +269,9 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "reward_mean": rewards.mean().item(),
             "reward_std": rewards.std(unbiased=False).item(),
             "zero_spread_frac": (rg.max(1).values == rg.min(1).values).float().mean().item(),
+            "group_reward_std": rg.std(1, unbiased=False).mean().item(),  # mean within-group spread
+            "distinct_answers": float(np.mean([len({t.strip() for t in ro.texts[i:i + G]})
+                                               for i in range(0, len(ro.texts), G)])),  # of G per group
             "entropy": masked_mean(ent.detach(), ro.completion_mask).item(),
             "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
             "clip_frac": stats["clip_frac"],
@@ -246,6 +279,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "loss": loss.item(),
             "heldout_pass@1": None,
             **{f"heldout_{name}": None for name in eval_rewards},
+            **{f"{name}_pass@1": None for name in eval_sets},
             "seconds": None,
         }
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds

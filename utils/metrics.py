@@ -2,7 +2,7 @@
 import numpy as np
 import torch
 
-from .policy import completion_logprobs, sample
+from .policy import completion_logprobs, encode_prompts, sample
 from .verifiers import strict_reward
 
 
@@ -85,6 +85,40 @@ def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_
     out = {"greedy": greedy, "pass@1": ev["pass@1"], "entropy": ent_sum / max(tok_sum, 1.0)}
     out[f"pass@{k}"] = ev.get(f"pass@{k}", ev["pass@1"])
     return out
+
+
+# ------------------------------------------------------------------------------ answer distributions (Lab 04)
+
+@torch.no_grad()
+def answer_distribution(model, tokenizer, prompts, k=32, temperature=1.0, max_new_tokens=8, seed=0):
+    """Sample k answers per prompt; returns one collections.Counter per prompt (answer text -> count)."""
+    from collections import Counter
+    ev = evaluate(model, tokenizer, prompts, ["" for _ in prompts], k=k, temperature=temperature,
+                  max_new_tokens=max_new_tokens, seed=seed)
+    t = ev["texts"]
+    return [Counter(x.strip() for x in t[i * k:(i + 1) * k]) for i in range(len(prompts))]
+
+
+@torch.no_grad()
+def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_size=512):
+    """log p(answer + EOS | prompt) under the sampling distribution at `temperature`, per prompt:
+    np.array [P] (nats, <= 0). A continuous view of accuracy that still moves where sampled accuracy
+    sits at the floor (Lab 04's OOD split)."""
+    prompts, answers = list(prompts), [str(a) for a in answers]
+    if len(prompts) != len(answers):
+        raise ValueError(f"prompts and answers differ in length ({len(prompts)} vs {len(answers)})")
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    pad = eos if pad is None else pad
+    out = []
+    for i in range(0, len(prompts), batch_size):
+        p_ids, p_mask = encode_prompts(tokenizer, prompts[i:i + batch_size])                # [B, P]
+        rows = [tokenizer.encode(a, add_special_tokens=False) + [eos] for a in answers[i:i + batch_size]]
+        T = max(len(r) for r in rows)
+        c_ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows])                        # [B, T]
+        c_mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows])             # [B, T]
+        logp, _ = completion_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature)      # [B, T]
+        out += logp.sum(1).tolist()
+    return np.array(out)
 
 
 # ------------------------------------------------------------------------------ pass@k analysis (Lab 05)

@@ -175,12 +175,14 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     return Rollout(ids, mask, out_ids, cmask, out_lp, texts)
 
 
-def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0):
+def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,
+                        entropy_grad=False):
     """Per-token log-probs and entropies of the completion tokens, in one forward pass.
 
     prompt_ids/prompt_mask [N, P] (left padded), completion_ids/completion_mask [N, T].
     Returns (logp [N, T], entropy [N, T]); both are 0 where completion_mask is 0.
-    Entropy is of the full next-token distribution (nats) at each completion position.
+    Entropy is of the full next-token distribution (nats) at each completion position; it carries
+    a gradient only with entropy_grad=True (an entropy bonus in the loss needs one).
     """
     ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
     mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
@@ -191,7 +193,7 @@ def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completi
         logits = logits / temperature
     logp_all = F.log_softmax(logits, -1)                   # [N, T, V]
     logp = logp_all.gather(-1, completion_ids[..., None]).squeeze(-1)  # [N, T]
-    with torch.no_grad():  # entropy is for monitoring: no gradient through it
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(-1)      # [N, T]
     m = completion_mask.to(logp.dtype)
     return logp * m, entropy * m

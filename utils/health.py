@@ -1,0 +1,89 @@
+"""Training health for GRPO (Lab 04): the signals that show a run narrowing or collapsing,
+a check over a run's history, and the entropy-reward law of arXiv 2505.22617.
+
+Thresholds (the sources' rules of thumb, adapted to this task):
+  group reward std < STD_FLOOR      groups whose samples all score alike give zero advantage:
+                                    no learning signal left (we use the within-group std, the
+                                    quantity GRPO's advantages are built from)
+  entropy < ENTROPY_FLOOR           mean token entropy (nats) this low means the policy writes
+                                    (almost) one answer per prompt: mode collapse
+  KL > KL_CEILING                   the policy has run far from the reference: exploding
+"""
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+STD_FLOOR = 0.1
+ENTROPY_FLOOR = 0.1  # nats per completion token; see Lab 04 for how it was chosen for this task
+KL_CEILING = 10.0
+REQUIRED = ("group_reward_std", "entropy", "kl")
+
+
+def masked_token_entropy(logits, mask):
+    """Mean entropy (nats) of the next-token distributions at the positions where mask is 1.
+    logits [N, T, V], mask [N, T] -> scalar tensor. H = -sum_v p_v log p_v per position."""
+    logp = F.log_softmax(logits.float(), -1)                   # [N, T, V]
+    ent = -(logp.exp() * logp).sum(-1)                         # [N, T]
+    m = mask.to(ent.dtype)
+    return (ent * m).sum() / m.sum().clamp(min=1)
+
+
+def expected_zero_spread(p, group_size):
+    """Chance that a group of `group_size` independent samples, each right with chance p, all
+    score the same: p^G + (1 - p)^G. p may be a float or an array of per-prompt rates."""
+    if not isinstance(group_size, (int, np.integer)) or group_size < 1:
+        raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+    p = np.asarray(p, dtype=float)
+    if np.any((p < 0) | (p > 1)) or np.any(np.isnan(p)):
+        raise ValueError(f"p must lie in [0, 1], got {p}")
+    out = p ** group_size + (1 - p) ** group_size
+    return float(out) if out.ndim == 0 else out
+
+
+def health_check(history, entropy_floor=ENTROPY_FLOOR, std_floor=STD_FLOOR, kl_ceiling=KL_CEILING, window=5):
+    """Judge a run from its history (train_grpo's list of per-step dicts), averaging the last
+    `window` steps so one noisy batch does not decide. Returns
+    {"ok": bool, "failed": [names of the failed checks: "spread", "entropy", "kl"],
+     "flags": [one message per failed check], "values": {metric: mean over the window}}."""
+    if not isinstance(history, (list, tuple)) or len(history) == 0:
+        raise ValueError("health_check needs a non-empty history: the list of per-step dicts that "
+                         "train_grpo returns. Train first, then pass its return value.")
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an integer >= 1, got {window!r}")
+    last = list(history)[-window:]
+    missing = sorted({k for r in last for k in REQUIRED if not isinstance(r, dict) or r.get(k) is None})
+    if missing:
+        raise ValueError(f"health_check: the history lacks {missing} in its last {len(last)} step(s). "
+                         f"It needs {list(REQUIRED)} every step (KL is recorded when GRPOConfig.track_kl "
+                         f"is True or beta > 0).")
+    v = {k: float(np.mean([r[k] for r in last])) for k in REQUIRED}
+    flags, failed = [], []
+    if v["group_reward_std"] < std_floor:
+        failed.append("spread")
+        flags.append(f"reward spread collapsed: within-group reward std {v['group_reward_std']:.3f} < {std_floor} "
+                     f"(most groups score alike, so most advantages are 0 and there is little left to learn from)")
+    if v["entropy"] < entropy_floor:
+        failed.append("entropy")
+        flags.append(f"entropy collapsed: {v['entropy']:.3f} nats per token < {entropy_floor} "
+                     f"(the policy writes nearly one answer per prompt; exploration is gone)")
+    if v["kl"] > kl_ceiling:
+        failed.append("kl")
+        flags.append(f"KL exploding: {v['kl']:.2f} > {kl_ceiling} "
+                     f"(the policy is far from the reference; lower lr or add a KL penalty)")
+    return {"ok": not flags, "failed": failed, "flags": flags, "values": v}
+
+
+def fit_entropy_reward(entropy, reward):
+    """Least-squares fit of R = -a * exp(H) + b (arXiv 2505.22617) to paired points.
+    Linear in (a, b) with x = exp(H), so it is ordinary least squares. Returns (a, b);
+    b - a is the reward predicted at zero entropy, the ceiling a fully collapsed policy reaches."""
+    h, r = np.asarray(entropy, dtype=float), np.asarray(reward, dtype=float)
+    if h.shape != r.shape or h.ndim != 1 or len(h) < 2:
+        raise ValueError(f"need two 1-D arrays of the same length >= 2, got shapes {h.shape} and {r.shape}")
+    if not (np.isfinite(h).all() and np.isfinite(r).all()):
+        raise ValueError("entropy and reward must be finite numbers")
+    x = np.exp(h)
+    if np.ptp(x) == 0:
+        raise ValueError("all entropies are equal: the fit needs points at different entropies")
+    slope, intercept = np.polyfit(x, r, 1)   # r = slope * x + intercept
+    return float(-slope), float(intercept)
