@@ -206,7 +206,8 @@ def test_compression_ratio_worked_example():
 
 @pytest.mark.parametrize("d1, dk, want", [
     (0.25, 0.02, "pure compression"), (0.25, 0.10, "real gain plus compression"),
-    (-0.2, -0.3, "mode collapse"), (0.25, -0.10, "cost of coverage"), (0.0, 0.0, "no clear change")])
+    (-0.2, -0.3, "mode collapse"), (0.25, -0.10, "cost of coverage"), (0.0, 0.0, "no clear change"),
+    (0.01, -0.30, "coverage lost"), (-0.10, 0.0, "pass@1 down"), (0.0, 0.05, "wider coverage")])
 def test_read_pass_at_k(d1, dk, want):
     assert want in read_pass_at_k(d1, dk)
 

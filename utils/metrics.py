@@ -168,4 +168,10 @@ def read_pass_at_k(d1, dk, tol=0.02):
         return "pass@1 up, pass@k flat: pure compression"
     if d1 > tol and dk < -tol:
         return "pass@1 up, pass@k down: compression at the cost of coverage"
+    if abs(d1) <= tol and dk < -tol:
+        return "pass@1 flat, pass@k down: coverage lost (narrowing toward collapse)"
+    if d1 < -tol:
+        return "pass@1 down: worse at one try"
+    if abs(d1) <= tol and dk > tol:
+        return "pass@1 flat, pass@k up: wider coverage"
     return "no clear change"
