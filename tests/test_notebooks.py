@@ -1,0 +1,55 @@
+"""Consistency across the course's notebooks: one shared setup cell, the anatomy DESIGN.md asks for."""
+import glob
+import os
+import re
+
+import nbformat
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "solutions", "*.ipynb")) + glob.glob(os.path.join(ROOT, "labs", "*.ipynb")))
+REFERENCE = os.path.join(ROOT, "solutions", "01_grpo_from_scratch.ipynb")
+
+
+def read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def test_there_are_five_labs_and_their_solutions():
+    names = {os.path.basename(p) for p in NOTEBOOKS}
+    assert len(NOTEBOOKS) == 10 and len(names) == 5
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_setup_cell_is_the_shared_one(path):
+    """Cell 1 of every notebook is, character for character, the setup cell of Lab 01; no other cell
+    repeats it (one way to set up)."""
+    shared = read(REFERENCE).cells[1].source
+    cells = read(path).cells
+    assert cells[1].cell_type == "code" and cells[1].source == shared
+    assert sum("from utils.setup import setup" in c.source for c in cells if c.cell_type == "code") == 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_title_badge_goals_time_and_summary(path):
+    cells = read(path).cells
+    head, name = cells[0].source, os.path.basename(path)
+    assert cells[0].cell_type == "markdown" and head.startswith("# Lab ")
+    assert f"colab.research.google.com/github/rlvr-labs/rlvr-labs/blob/main/labs/{name}" in head
+    assert "**Why it matters.**" in head and "**You will be able to**" in head and "**Time:**" in head
+    assert cells[-1].cell_type == "markdown" and cells[-1].source.startswith("## Summary")
+    # every "What to notice" follows something that ran
+    for i, c in enumerate(cells):
+        if c.cell_type == "markdown" and c.source.startswith("**What to notice.**"):
+            assert cells[i - 1].cell_type == "code", f"cell {i} of {name}: 'What to notice' without an experiment before it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_plots_have_titles_and_labelled_axes(path):
+    """Every code cell that makes a matplotlib figure sets a title and both axis labels somewhere in it
+    (or calls utils.plots, which does)."""
+    for i, c in enumerate(read(path).cells):
+        src = c.source if c.cell_type == "code" else ""
+        if re.search(r"plt\.subplots|plt\.figure", src) and "utils.plots" not in src:
+            assert "set_title" in src or "suptitle" in src, f"cell {i}: a figure without a title"
+            assert "set_xlabel" in src and "set_ylabel" in src, f"cell {i}: a figure without axis labels"
