@@ -345,7 +345,7 @@ def check_pass_at_k(fn):
             got = f"{type(e).__name__}: {e}"
         if isinstance(got, str) or not (math.isfinite(got) and 0.0 <= got <= 1.0) or abs(got - pass_at_k(1024, c, k)) > 1e-9:
             raise ExerciseError(f"my_pass_at_k(1024, {c}, {k}) = {got}; expected {pass_at_k(1024, c, k)}. With n = 1024 "
-                                f"the binomials overflow floats: use the product form, never C(n, k) itself.")
+                                f"the binomials reach 10^306, the edge of float64: use the product form, never C(n, k) itself.")
     if fn(1024, 1000, 100) != 1.0:
         raise ExerciseError("my_pass_at_k(1024, 1000, 100) must be exactly 1.0: with n - c < k every subset has a correct sample")
     for bad in ((4, 1, 5), (4, -1, 2), (4, 5, 2), (4, 1, 0)):

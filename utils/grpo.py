@@ -192,6 +192,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     mean/std, share of groups with zero reward spread, mean token entropy, KL to the reference,
     clip fraction, mean completion length, and (every eval_every steps, and at the end)
     held-out sampled pass@1 on the first eval_n eval prompts with the strict verifier.
+    With updates_per_batch > 1, entropy, KL and clip fraction are those of the last update on the batch.
     loss_fn / advantage_fn, if given, replace policy_loss / group_advantages (same signatures):
     the lab's exercises plug in here. eval_rewards, a dict name -> reward_fn, also scores the same
     held-out samples with other verifiers, recorded as "heldout_<name>" (Lab 02: proxy vs truth).
