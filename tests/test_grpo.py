@@ -441,3 +441,6 @@ def test_train_grpo_eval_sets_and_distinct_answers(shipped, train):
     with pytest.raises(ValueError, match=r"eval_sets\['ood'\]"):
         train_grpo(copy.deepcopy(model), tok, *train, strict_reward, GRPOConfig(steps=1, batch_size=8, group_size=4),
                    eval_sets={"ood": (ood["prompt"], [])}, progress=False)
+    with pytest.raises(ValueError, match="other than 'heldout'"):
+        train_grpo(copy.deepcopy(model), tok, *train, strict_reward, GRPOConfig(steps=1, batch_size=8, group_size=4),
+                   eval_sets={"heldout": (ood["prompt"], ood["answer"])}, progress=False)

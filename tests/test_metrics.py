@@ -169,26 +169,23 @@ def test_policy_report_keys_and_relations(shipped, problems):
 
 
 # ------------------------------------------------------------------------------ Lab 05 helpers
-from utils.metrics import (bootstrap_pass_at_k, compression_ratio, pass_at_k_curve,  # noqa: E402
-                           pass_at_k_table, read_pass_at_k)
+from utils.metrics import bootstrap_pass_at_k, compression_ratio, pass_at_k_table, read_pass_at_k  # noqa: E402
 
 
-def test_pass_at_k_curve_and_table_by_hand():
+def test_pass_at_k_table_by_hand():
     # n = 4: c = 0 -> 0; c = 2 -> pass@1 = 1/2, pass@2 = 1 - C(2,2)/C(4,2) = 5/6; c = 4 -> 1
-    curve = pass_at_k_curve([0, 2, 4], 4, [1, 2])
-    assert curve == pytest.approx([(0 + 0.5 + 1) / 3, (0 + 5 / 6 + 1) / 3])
     table = pass_at_k_table(4, [1, 2])
     assert table.shape == (5, 2) and table[2] == pytest.approx([0.5, 5 / 6])
-    assert table[np.array([0, 2, 4])].mean(0) == pytest.approx(curve)
-    with pytest.raises(ValueError, match="empty"):
-        pass_at_k_curve([], 4, [1])
+    assert table[0] == pytest.approx([0, 0]) and table[4] == pytest.approx([1, 1])
+    curve = table[np.array([0, 2, 4])].mean(0)          # the curve over three problems is a lookup
+    assert curve == pytest.approx([(0 + 0.5 + 1) / 3, (0 + 5 / 6 + 1) / 3])
 
 
 def test_bootstrap_band_contains_curve_and_shrinks_to_point():
     counts = np.array([0, 1, 3, 8, 8, 2, 0, 5])
     ks = [1, 2, 4, 8]
     lo, hi = bootstrap_pass_at_k(counts, 8, ks, n_boot=500, seed=1)
-    mid = pass_at_k_curve(counts, 8, ks)
+    mid = pass_at_k_table(8, ks)[counts].mean(0)
     assert (lo <= mid + 1e-12).all() and (mid <= hi + 1e-12).all() and (lo < hi).all()
     lo2, hi2 = bootstrap_pass_at_k(np.full(10, 3), 8, ks, n_boot=200)   # identical problems: no spread
     assert lo2 == pytest.approx(hi2)
@@ -220,6 +217,10 @@ def test_answer_distribution_counts_k_answers_per_prompt(shipped):
     dist = answer_distribution(model, tok, ["37+29=", "5+5="], k=16, seed=0)
     assert len(dist) == 2 and all(sum(c.values()) == 16 for c in dist)
     assert dist == answer_distribution(model, tok, ["37+29=", "5+5="], k=16, seed=0)   # seeded
+    from collections import Counter
+    from utils.metrics import evaluate
+    texts = evaluate(model, tok, ["37+29=", "5+5="], ["66", "10"], k=16, seed=0)["texts"]
+    assert dist == [Counter(t.strip() for t in texts[:16]), Counter(t.strip() for t in texts[16:])]  # same stream
     greedy = answer_distribution(model, tok, ["5+5="], k=4, temperature=0)
     assert len(greedy[0]) == 1                                   # greedy: one answer, four times
 

@@ -53,3 +53,22 @@ def test_plot_history_wall_clock_and_unknown_key():
 def test_every_label_has_title_and_unit():
     for key, (title, unit) in LABELS.items():
         assert title and unit, key
+
+
+def test_moving_average_by_hand():
+    from utils.plots import moving_average
+    assert list(moving_average([1, 2, 3, 4], 2)) == [1.5, 2.5, 3.5]
+    assert list(moving_average([1, 2], 5)) == [1, 2]           # shorter than the window: unchanged
+    assert list(moving_average([1, 2, 3], 1)) == [1, 2, 3]
+
+
+def test_plot_history_smooths_per_step_metrics_not_evaluations():
+    fig = plot_history({"run": history(10)}, keys=("reward_mean", "heldout_pass@1", "kl"), smooth=5, ncols=2)
+    reward, held, kl, spare = fig.axes
+    (line,) = reward.get_lines()
+    # rewards 0.20..0.29: 5-step means at steps 5..10 are 0.22..0.27
+    assert list(line.get_xdata()) == [5, 6, 7, 8, 9, 10]
+    assert list(line.get_ydata()) == pytest.approx([0.22 + 0.01 * i for i in range(6)])
+    assert "5-step mean" in reward.get_title() and "mean" not in held.get_title()
+    assert list(held.get_lines()[0].get_xdata()) == [5, 10]   # evaluations drawn as they are
+    assert not spare.get_visible()                           # 3 panels on a 2 x 2 grid

@@ -220,22 +220,23 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
 
     eval_rewards, eval_sets = dict(eval_rewards or {}), dict(eval_sets or {})
     for name, pair in eval_sets.items():
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and len(pair[0]) == len(pair[1]) > 0):
-            raise ValueError(f"eval_sets[{name!r}] must be a (prompts, answers) pair of equal, non-zero length")
+        if name == "heldout" or not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                                     and len(pair[0]) == len(pair[1]) > 0):
+            raise ValueError(f"eval_sets[{name!r}] must be a (prompts, answers) pair of equal, non-zero length, "
+                             f"under a name other than 'heldout' (that is eval_prompts/eval_answers)")
+    if eval_prompts is not None:  # the held-out set is the first eval set, recorded as "heldout_pass@1"
+        eval_sets = {"heldout": (eval_prompts, eval_answers), **eval_sets}
 
     def held_out():
-        n, out = cfg.eval_n, {}
-        if eval_prompts is not None:
-            ans = list(eval_answers)[:n]
-            ev = evaluate(policy, tokenizer, list(eval_prompts)[:n], ans, k=1,
-                          temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)
-            out["heldout_pass@1"] = ev["pass@1"]
-            for name, fn in eval_rewards.items():
-                out[f"heldout_{name}"] = float(np.mean(fn(ev["texts"], ans)))
+        out = {}
         for name, (ps, ys) in eval_sets.items():
-            out[f"{name}_pass@1"] = evaluate(policy, tokenizer, list(ps)[:n], list(ys)[:n], k=1,
-                                             temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                                             seed=12345)["pass@1"]
+            ans = list(ys)[:cfg.eval_n]
+            ev = evaluate(policy, tokenizer, list(ps)[:cfg.eval_n], ans, k=1,
+                          temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)
+            out[f"{name}_pass@1"] = ev["pass@1"]
+            if name == "heldout":
+                for r_name, fn in eval_rewards.items():
+                    out[f"heldout_{r_name}"] = float(np.mean(fn(ev["texts"], ans)))
         return out
 
     t0 = time.time()
@@ -280,7 +281,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             "loss": loss.item(),
             "heldout_pass@1": None,
             **{f"heldout_{name}": None for name in eval_rewards},
-            **{f"{name}_pass@1": None for name in eval_sets},
+            **{f"{name}_pass@1": None for name in eval_sets},  # includes heldout_pass@1 when given
             "seconds": None,
         }
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds

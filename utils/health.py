@@ -10,8 +10,9 @@ Thresholds (the sources' rules of thumb, adapted to this task):
   KL > KL_CEILING                   the policy has run far from the reference: exploding
 """
 import numpy as np
-import torch
 import torch.nn.functional as F
+
+from .metrics import masked_mean
 
 STD_FLOOR = 0.1
 ENTROPY_FLOOR = 0.25  # nats per completion token: half the base model's ~0.5 on training prompts (Lab 04)
@@ -23,9 +24,7 @@ def masked_token_entropy(logits, mask):
     """Mean entropy (nats) of the next-token distributions at the positions where mask is 1.
     logits [N, T, V], mask [N, T] -> scalar tensor. H = -sum_v p_v log p_v per position."""
     logp = F.log_softmax(logits.float(), -1)                   # [N, T, V]
-    ent = -(logp.exp() * logp).sum(-1)                         # [N, T]
-    m = mask.to(ent.dtype)
-    return (ent * m).sum() / m.sum().clamp(min=1)
+    return masked_mean(-(logp.exp() * logp).sum(-1), mask)     # entropy per position [N, T], masked mean
 
 
 def expected_zero_spread(p, group_size):

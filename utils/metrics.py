@@ -90,13 +90,17 @@ def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_
 # ------------------------------------------------------------------------------ answer distributions (Lab 04)
 
 @torch.no_grad()
-def answer_distribution(model, tokenizer, prompts, k=32, temperature=1.0, max_new_tokens=8, seed=0):
-    """Sample k answers per prompt; returns one collections.Counter per prompt (answer text -> count)."""
+def answer_distribution(model, tokenizer, prompts, k=32, temperature=1.0, max_new_tokens=8, seed=0, batch_size=2048):
+    """Sample k answers per prompt; returns one collections.Counter per prompt (answer text -> count).
+    Same batching and random stream as evaluate(..., k=k, seed=seed)."""
     from collections import Counter
-    ev = evaluate(model, tokenizer, prompts, ["" for _ in prompts], k=k, temperature=temperature,
-                  max_new_tokens=max_new_tokens, seed=seed)
-    t = ev["texts"]
-    return [Counter(x.strip() for x in t[i * k:(i + 1) * k]) for i in range(len(prompts))]
+    g, prompts, out = torch.Generator().manual_seed(seed), list(prompts), []
+    per = max(1, batch_size // k)
+    for i in range(0, len(prompts), per):
+        t = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
+                   max_new_tokens=max_new_tokens, generator=g).texts
+        out += [Counter(x.strip() for x in t[j * k:(j + 1) * k]) for j in range(len(t) // k)]
+    return out
 
 
 @torch.no_grad()
@@ -123,18 +127,9 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
 
 # ------------------------------------------------------------------------------ pass@k analysis (Lab 05)
 
-def pass_at_k_curve(correct, n, ks):
-    """Mean over problems of the unbiased pass@k, for each k in ks.
-    correct: [P] correct counts out of n samples per problem. Returns np.array [len(ks)]."""
-    correct = np.asarray(correct)
-    if correct.size == 0:
-        raise ValueError("correct is empty: need the correct counts of at least one problem")
-    return np.array([np.mean([pass_at_k(n, int(c), k) for c in correct]) for k in ks])
-
-
 def pass_at_k_table(n, ks):
-    """pass@k for every possible count c = 0..n: [n + 1, len(ks)], so that a curve over problems is a
-    lookup, table[correct].mean(0) (fast for bootstrapping)."""
+    """pass@k for every possible count c = 0..n: [n + 1, len(ks)], so that the curve over problems with
+    correct counts `correct` [P] is a lookup, table[correct].mean(0) (fast for bootstrapping)."""
     return np.array([[pass_at_k(n, c, k) for k in ks] for c in range(n + 1)])
 
 
