@@ -29,3 +29,20 @@ def shipped():
     model, tok = load_policy()
     model.eval()
     return model, tok
+
+
+# The run cache (utils/cache.py, set up in ../conftest.py) is for the notebooks. Unit tests run with
+# it off, so that a test that trains twice to compare really trains twice; the tests that start
+# notebooks in other processes (Colab branch, browser) hand the session's folder on explicitly.
+SESSION_RUN_CACHE = os.environ.get("RLVR_LABS_CACHE", "off")
+
+
+@pytest.fixture(autouse=True)
+def _run_cache_off(monkeypatch):
+    monkeypatch.setenv("RLVR_LABS_CACHE", "off")
+
+
+@pytest.fixture(scope="session")
+def session_run_cache():
+    """The test session's run-cache setting, for notebooks started in other processes."""
+    return SESSION_RUN_CACHE

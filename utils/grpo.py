@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from . import cache
 from .metrics import evaluate, masked_mean
 from .policy import completion_logprobs, sample
 
@@ -206,6 +207,21 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
                          f"(got {len(prompts)} and {len(answers)})")
     loss_fn = loss_fn or policy_loss
     advantage_fn = advantage_fn or group_advantages
+    key = None  # the run cache (utils/cache.py): off unless RLVR_LABS_CACHE is set; never with a time limit
+    if not cfg.max_seconds:
+        key = cache.key("train_grpo", policy, ref, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts,
+                        eval_answers, eval_rewards, eval_sets, callback, *_probes(advantage_fn, loss_fn, cfg))
+        hit = cache.load(key)
+        if hit is not None:
+            for rec, state in zip(hit["history"], hit["states"] if callback else []):  # replay the callback
+                policy.load_state_dict(state)                                         # on each step's weights
+                callback(rec)
+            policy.load_state_dict(hit["state"])
+            policy.eval()
+            print(f"(GRPO, {cfg.steps} steps: the same run was computed earlier in this test session; "
+                  f"loaded from the run cache, {cache.ENV})")
+            return hit["history"]
+    states = []  # each step's weights, kept only to replay a callback from the cache
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -292,8 +308,38 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         history.append(rec)
         bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
         if callback:
+            if key is not None:
+                states.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
             callback(rec)
         if out_of_time:
             break
     bar.close()
+    cache.save(key, {"state": {k: v.detach().clone() for k, v in policy.state_dict().items()},
+                     "history": history, "states": states})
     return history
+
+
+def _probes(advantage_fn, loss_fn, cfg):
+    """advantage_fn and loss_fn keyed for the run cache by what they compute on fixed inputs (values and,
+    for the loss, its gradient), so a learner's function equal to the reference bit for bit shares its runs."""
+    g = torch.Generator().manual_seed(0)
+    G = cfg.group_size
+    rewards = (torch.rand(4 * G, generator=g) > 0.5).float()
+    rewards[:G] = 1.0                                                   # one group with zero spread
+    adv = cache.Probe(advantage_fn, [(rewards, G, cfg.scale_std, cfg.baseline)])
+    N, T = 4 * G, 6
+    logp = -torch.rand(N, T, generator=g) * 3
+    old = logp + 0.3 * torch.randn(N, T, generator=g)
+    ref = logp + 0.3 * torch.randn(N, T, generator=g)
+    mask = (torch.rand(N, T, generator=g) > 0.2).float()
+
+    def loss_and_grad(a):
+        x = logp.clone().requires_grad_(True)
+        with torch.enable_grad():
+            out = loss_fn(x, old, ref, a, mask, cfg.eps_low, cfg.eps_high, cfg.beta, cfg.loss_type,
+                          cfg.max_new_tokens)
+            loss = out[0] if isinstance(out, tuple) else out
+            loss.backward()
+        return loss.detach(), x.grad
+
+    return adv, cache.Probe(loss_and_grad, [(torch.randn(N, generator=g),)])

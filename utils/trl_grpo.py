@@ -7,6 +7,7 @@ import os
 import tempfile
 import time
 
+from . import cache
 from .grpo import GRPOConfig
 
 # TRL's logged names -> ours
@@ -41,6 +42,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
 
     Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's
     (held-out sampled pass@1 every cfg.eval_every steps, measured by our own evaluate()).
+    With the run cache on (utils/cache.py, tests only) a repeated run is loaded and trainer is None.
     """
     import trl
     from tqdm.auto import tqdm
@@ -50,6 +52,15 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
 
     if cfg.baseline != "mean":
         raise ValueError("TRL's GRPOTrainer only has the mean baseline; set GRPOConfig.baseline='mean'")
+    key = None if cfg.max_seconds else cache.key("train_with_trl", trl.__version__, policy, tokenizer, train_dataset,
+                                                 reward_fn, cfg, eval_prompts, eval_answers)
+    hit = cache.load(key)
+    if hit is not None:
+        policy.load_state_dict(hit["state"])
+        policy.eval()
+        print(f"(TRL GRPO, {cfg.steps} steps: the same run was computed earlier in this test session; "
+              f"loaded from the run cache, {cache.ENV})")
+        return hit["history"], None
     history = []
     t0 = [None]
 
@@ -94,4 +105,5 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
             trainer.remove_callback(cb)
         trainer.train()
     policy.eval()
+    cache.save(key, {"state": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "history": history})
     return history, trainer

@@ -1,0 +1,203 @@
+"""A real browser: JupyterLab started headless, each lab (labs/, as a learner opens it) run top to bottom
+in Chromium driven by Playwright. Checks: every code cell ran, no error output anywhere in the page,
+the lab's widgets rendered as widgets (not as text fallbacks), and in Lab 01 a widget answers a typed
+problem through the kernel. Saves a screenshot per lab to build/screenshots/ (or $RLVR_LABS_SCREENSHOTS).
+
+Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
+them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LABS = sorted(p.name for p in (ROOT / "labs").glob("*.ipynb"))
+CHROMIUM = os.environ.get("RLVR_LABS_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+SHOTS = Path(os.environ.get("RLVR_LABS_SCREENSHOTS", ROOT / "build" / "screenshots"))
+TOKEN = "rlvr-labs-browser-test"
+LAB_TIMEOUT_S = 900  # one lab top to bottom; about 4 min when its runs are not in the run cache
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    sync_playwright = None
+
+missing = [what for what, ok in (("chromium", CHROMIUM), ("playwright", sync_playwright)) if not ok]
+if missing and os.environ.get("RLVR_LABS_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"the browser test needs {' and '.join(missing)}: apt-get install chromium; "
+                       f"pip install playwright (see .ci/run)")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(bool(missing), reason=f"browser test needs {' and '.join(missing)}")]
+
+# JupyterLab settings for the test: every cell in the DOM (no virtual scrolling), no autosave.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                        "checkForUpdates": False},
+}
+
+# What the page says after a run: run inside the page, returns a JSON-able summary.
+SUMMARY_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+  const errors = [];
+  let notRun = 0;
+  for (const c of cells) {
+    if (c.model.executionCount === null) notRun += 1;
+    for (const o of c.model.outputs.toJSON()) {
+      if (o.output_type === 'error') errors.push(o.ename + ': ' + o.evalue);
+    }
+  }
+  const node = panel.content.node;
+  const stderr = [...node.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"]')]
+    .map(e => e.innerText).filter(t => /Traceback|Error|Exception/.test(t));
+  let views = 0;  // outputs the kernel sent as widgets, against those on the page drawn by the widget manager
+  for (const c of cells) for (const o of c.model.outputs.toJSON())
+    if (o.data && o.data['application/vnd.jupyter.widget-view+json']) views += 1;
+  const rendered = [...node.querySelectorAll('.jp-OutputArea-output')]
+    .filter(e => e.querySelector('.jupyter-widgets') && !/Error displaying widget|Loading widget/.test(e.innerText)).length;
+  const fallbacks = [...node.querySelectorAll('.jp-OutputArea-output[data-mime-type="text/plain"]')]
+    .map(e => e.innerText).filter(t => /^(VBox|HBox|Output|interactive|Button|Text|IntSlider|HTML)\\(|Loading widget|Error displaying widget/.test(t.trim()));
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return {cells: cells.length, notRun, errors, stderr, views, rendered,
+          fallbacks, status: kernel ? kernel.status : 'none'};
+}"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory, session_run_cache):
+    """JupyterLab on a copy of labs/ (running cells must not write outputs into the repo), with the
+    rest of the course linked beside it as in the repo. Yields the base URL."""
+    work = tmp_path_factory.mktemp("browser")
+    shutil.copytree(ROOT / "labs", work / "labs")
+    for entry in ROOT.iterdir():  # the rest of the course, linked as it is (utils/, data/, benchmarks/, ...)
+        if entry.name not in ("labs", ".git", "build"):
+            (work / entry.name).symlink_to(entry)
+    settings = work / "settings"
+    for name, value in SETTINGS.items():
+        plugin, file = name.split("/")[0], name.split("/")[1]
+        (settings / plugin).mkdir(parents=True, exist_ok=True)
+        (settings / plugin / file).write_text(json.dumps(value))
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # figures inline, as a learner sees them
+    env.update(RLVR_LABS_CACHE=session_run_cache, JUPYTER_CONFIG_DIR=str(work / "config"),
+               JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"))
+    port = _free_port()
+    log = open(work / "jupyter.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--ServerApp.root_dir={work}", f"--IdentityProvider.token={TOKEN}", "--LabApp.expose_app_in_browser=True",
+         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={work / 'workspaces'}",
+         "--ServerApp.allow_root=True"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail("JupyterLab did not start:\n" + (work / "jupyter.log").read_text()[-3000:])
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+def run_lab(page, url, name):
+    # a workspace of its own, reset: only this notebook open, nothing restored from an earlier lab
+    page.goto(f"{url}/lab/workspaces/{Path(name).stem}/tree/labs/{name}?reset&token={TOKEN}")
+    page.wait_for_function("""name => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+        return w && w.context && w.context.path.endsWith(name) && w.content && w.sessionContext
+               && w.sessionContext.session && w.sessionContext.session.kernel
+               && w.sessionContext.session.kernel.status === 'idle'; }""", arg=name, timeout=120_000)
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook, full width
+    started = time.time()
+    page.evaluate("() => { window.__runAll = window.jupyterapp.commands.execute('notebook:run-all-cells')"
+                  ".then(ok => { window.__runAllDone = ok === false ? 'failed' : 'ok'; },"
+                  " e => { window.__runAllDone = 'error: ' + e; }); }")
+    page.wait_for_function("() => window.__runAllDone !== undefined", timeout=LAB_TIMEOUT_S * 1000, polling=1000)
+    # outputs arrive just after the last reply; wait for the kernel to settle
+    page.wait_for_function("""() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status
+                              === 'idle'""", timeout=60_000)
+    page.wait_for_timeout(2000)
+    return time.time() - started
+
+
+@pytest.mark.parametrize("name", LABS)
+def test_lab_runs_in_jupyterlab(lab_server, browser, name):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        seconds = run_lab(page, lab_server, name)
+        s = page.evaluate(SUMMARY_JS)
+        print(f"{name}: {s['cells']} code cells run in {seconds:.0f} s in Chromium; "
+              f"{s['rendered']}/{s['views']} widget outputs rendered")
+        assert page.evaluate("() => window.__runAllDone") == "ok", s["errors"]
+        assert s["notRun"] == 0, f"{s['notRun']} code cells did not run"
+        assert not s["errors"], f"error output in {name}: {s['errors']}"
+        assert not s["stderr"], f"a traceback on stderr in {name}: {s['stderr'][:2]}"
+        assert not s["fallbacks"], f"widgets shown as text, not rendered, in {name}: {s['fallbacks'][:3]}"
+        assert s["views"] == s["rendered"], f"{s['views'] - s['rendered']} widget outputs did not render in {name}"
+        source = (ROOT / "labs" / name).read_text()
+        if "utils.widgets" in source:  # the lab's own interactive widget, besides any progress bars
+            assert s["rendered"] >= 1, f"{name} displays a widget, but none rendered"
+        if name.startswith("01"):
+            _type_a_problem(page)
+        _screenshot(page, name)
+    finally:
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")  # free the kernel
+        page.close()
+
+
+def _type_a_problem(page):
+    """Lab 01's compare_models: type a problem, press Enter, and the kernel's answer table comes back."""
+    box = page.locator(".jupyter-widgets input[type='text']").last
+    box.scroll_into_view_if_needed()
+    box.fill("12+34")
+    box.press("Enter")
+    page.wait_for_function("""() => [...document.querySelectorAll('.jupyter-widgets')]
+                              .some(e => e.innerText.includes('12+34') && e.innerText.includes('46'))""",
+                           timeout=60_000)
+
+
+def _screenshot(page, name):
+    """The lab's interactive widget in view if it has one, else the end of the notebook."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("""() => {
+      const node = window.jupyterapp.shell.currentWidget.content.node;
+      const views = [...node.querySelectorAll('.jp-OutputArea-output')]
+        .filter(e => e.querySelector('.jupyter-widgets') && !e.querySelector('.widget-hprogress, progress'));
+      const target = views.length ? views[views.length - 1] : node.lastElementChild;
+      target.scrollIntoView({block: 'center'});
+    }""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SHOTS / (Path(name).stem + ".png")))
