@@ -30,6 +30,27 @@ def test_setup_cell_is_the_shared_one(path):
     assert sum("from utils.setup import setup" in c.source for c in cells if c.cell_type == "code") == 1
 
 
+def _run_setup_cell(cwd):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RLVR_LABS_FORCE_COLAB")}
+    return subprocess.run([sys.executable, "-c", read(REFERENCE).cells[1].source], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_setup_cell_finds_the_course_from_labs(tmp_path):
+    r = _run_setup_cell(os.path.join(ROOT, "labs"))
+    assert r.returncode == 0 and "seed 0" in r.stdout, r.stderr[-2000:]
+
+
+def test_setup_cell_outside_the_course_says_what_to_do(tmp_path):
+    """A notebook opened away from the course folder: a clear error, not 'No module named utils'."""
+    r = _run_setup_cell(tmp_path)
+    assert r.returncode != 0
+    assert "FileNotFoundError" in r.stderr and "open this notebook from labs/" in r.stderr, r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_title_badge_goals_time_and_summary(path):
     cells = read(path).cells
