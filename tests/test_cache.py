@@ -48,6 +48,19 @@ def test_model_keyed_by_its_weights(on, shipped):
     assert cache.key("m", model, tok) != cache.key("m", twin, tok)
 
 
+def test_same_model_from_another_folder_same_key(on, shipped, tmp_path):
+    """The lab, the browser test and the Colab copy load the model from different paths."""
+    import shutil
+
+    from utils.policy import load_policy
+    from utils import BASE_MODEL_DIR
+    model, tok = shipped
+    shutil.copytree(BASE_MODEL_DIR, tmp_path / "elsewhere")
+    other, other_tok = load_policy(str(tmp_path / "elsewhere"))
+    assert other.config._name_or_path != model.config._name_or_path
+    assert cache.key("m", other.eval(), other_tok) == cache.key("m", model, tok)
+
+
 def test_functions_keyed_by_code_closure_and_defaults(on):
     def make(p):
         return lambda x: x * p

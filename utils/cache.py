@@ -102,8 +102,8 @@ def _update(h, obj, seen):
     elif isinstance(obj, torch.nn.Module):
         h.update(f"module:{type(obj).__name__};".encode())
         config = getattr(obj, "config", None)
-        if config is not None and hasattr(config, "to_json_string"):
-            h.update(config.to_json_string().encode())
+        if config is not None and hasattr(config, "to_dict"):  # not where it was loaded from
+            _update(h, {k: v for k, v in config.to_dict().items() if k != "_name_or_path"}, seen)
         _update(h, dict(obj.state_dict()), seen)
     elif hasattr(obj, "get_vocab") and hasattr(obj, "padding_side"):  # a tokenizer
         h.update(f"tokenizer:{type(obj).__name__}:{obj.padding_side};".encode())
