@@ -45,4 +45,6 @@ def _run_cache_off(monkeypatch):
 @pytest.fixture(scope="session")
 def session_run_cache():
     """The test session's run-cache setting, for notebooks started in other processes."""
+    if os.environ.get("RLVR_LABS_CACHE_BY_SUITE") == "1":  # made by ../conftest.py: it must be a folder
+        assert SESSION_RUN_CACHE not in ("", "0", "off"), "the suite's run cache was not set up"
     return SESSION_RUN_CACHE

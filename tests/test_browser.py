@@ -1,7 +1,8 @@
 """A real browser: JupyterLab started headless, each lab (labs/, as a learner opens it) run top to bottom
-in Chromium driven by Playwright. Checks: every code cell ran, no error output anywhere in the page,
-the lab's widgets rendered as widgets (not as text fallbacks), and in Lab 01 a widget answers a typed
-problem through the kernel. Saves a screenshot per lab to build/screenshots/ (or $RLVR_LABS_SCREENSHOTS).
+in Chromium driven by Playwright. Checks: every code cell ran, no error output anywhere in the page (so
+every assertion on the science held), cells marked `# NBVAL_CHECK_OUTPUT` printed their stored output
+(what nbval checks), the lab's widgets rendered as widgets (not as text fallbacks), and in Lab 01 a
+widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/ (or $RLVR_LABS_SCREENSHOTS).
 
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
 them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.
@@ -16,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,8 +69,10 @@ SUMMARY_JS = """() => {
     .filter(e => e.querySelector('.jupyter-widgets') && !/Error displaying widget|Loading widget/.test(e.innerText)).length;
   const fallbacks = [...node.querySelectorAll('.jp-OutputArea-output[data-mime-type="text/plain"]')]
     .map(e => e.innerText).filter(t => /^(VBox|HBox|Output|interactive|Button|Text|IntSlider|HTML)\\(|Loading widget|Error displaying widget/.test(t.trim()));
+  const checked = cells.filter(c => c.model.sharedModel.getSource().startsWith('# NBVAL_CHECK_OUTPUT'))
+    .map(c => c.model.outputs.toJSON());
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return {cells: cells.length, notRun, errors, stderr, views, rendered,
+  return {cells: cells.length, notRun, errors, stderr, views, rendered, checked,
           fallbacks, status: kernel ? kernel.status : 'none'};
 }"""
 
@@ -167,6 +171,11 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         assert not s["stderr"], f"a traceback on stderr in {name}: {s['stderr'][:2]}"
         assert not s["fallbacks"], f"widgets shown as text, not rendered, in {name}: {s['fallbacks'][:3]}"
         assert s["views"] == s["rendered"], f"{s['views'] - s['rendered']} widget outputs did not render in {name}"
+        stored = [c.outputs for c in nbformat.read(ROOT / "labs" / name, as_version=4).cells
+                  if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")]
+        assert len(s["checked"]) == len(stored)
+        for i, (got, want) in enumerate(zip(s["checked"], stored)):  # as nbval does for these cells
+            assert _text(got) == _text(want), f"check-output cell {i + 1} of {name} differs from its stored output"
         source = (ROOT / "labs" / name).read_text()
         if "utils.widgets" in source:  # the lab's own interactive widget, besides any progress bars
             assert s["rendered"] >= 1, f"{name} displays a widget, but none rendered"
@@ -176,6 +185,13 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
     finally:
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")  # free the kernel
         page.close()
+
+
+def _text(outputs):
+    """The text of a cell's outputs (streams and text/plain), as one string."""
+    join = lambda t: t if isinstance(t, str) else "".join(t)
+    return "".join(join(o["text"]) if o["output_type"] == "stream" else join(o.get("data", {}).get("text/plain", ""))
+                   for o in outputs if o["output_type"] in ("stream", "execute_result", "display_data"))
 
 
 def _type_a_problem(page):

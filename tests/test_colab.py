@@ -1,9 +1,13 @@
-"""The Colab branch of the setup cell, as close to Colab as we get offline: each lab (labs/, what a Colab
-badge opens) alone in an empty folder, in a fresh virtual environment that cannot import this repo and
-lacks TRL (tools/colab_runtime.py), the setup cell forced down its Colab branch (RLVR_LABS_FORCE_COLAB=1)
-and fetching the course with git from a local snapshot of this working tree (RLVR_LABS_REPO) instead of
-GitHub; then the whole notebook under nbval. The only network use is the setup cell's pip install of the
+"""The Colab branch of the setup cell, as close to Colab as we get offline, with every solution notebook
+under nbval: each notebook alone in an empty folder, in a fresh virtual environment that cannot import
+this repo and lacks TRL (tools/colab_runtime.py), the setup cell forced down its Colab branch
+(RLVR_LABS_FORCE_COLAB=1) and fetching the course with git from a snapshot of this working tree
+(RLVR_LABS_REPO) instead of GitHub. The only network use is the setup cell's pip install of the
 requirements (trl and what it adds) from the package registry, as on Colab.
+
+A Colab badge opens the lab (labs/); its setup cell is the same cell, character for character
+(tests/test_notebooks.py), and the labs themselves run in a real browser (tests/test_browser.py). Here
+the solutions run, so each notebook of the course runs once in the suite, not twice.
 """
 import os
 import shutil
@@ -17,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import colab_runtime  # noqa: E402
 
-LABS = sorted(p.name for p in (ROOT / "labs").glob("*.ipynb"))
+SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
 
 
@@ -65,11 +69,11 @@ def test_runtime_is_fresh(runtime, tmp_path):
     assert not _has(runtime, "trl") and _has(runtime, "torch"), "the stand-in should have torch and lack TRL"
 
 
-@pytest.mark.parametrize("name", LABS)
-def test_lab_runs_down_the_colab_branch(runtime, course_repo, session_run_cache, tmp_path, name):
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_solution_runs_down_the_colab_branch(runtime, course_repo, session_run_cache, tmp_path, name):
     content = tmp_path / "content"              # Colab's working folder, empty but for the notebook
     content.mkdir()
-    shutil.copy2(ROOT / "labs" / name, content / name)
+    shutil.copy2(ROOT / "solutions" / name, content / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(RLVR_LABS_FORCE_COLAB="1", RLVR_LABS_REPO=course_repo, RLVR_LABS_CACHE=session_run_cache,
                HF_HUB_OFFLINE="1", MPLBACKEND="Agg", PATH=f"{Path(runtime).parent}{os.pathsep}{env['PATH']}")
