@@ -208,6 +208,10 @@ def _type_a_problem(page):
 def _screenshot(page, name):
     """The lab's interactive widget in view if it has one, else the end of the notebook."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    try:  # JupyterLab's "get notified about news?" toast would cover part of the picture
+        page.get_by_role("button", name="No", exact=True).first.click(timeout=2000)
+    except Exception:
+        pass
     page.evaluate("""() => {
       const node = window.jupyterapp.shell.currentWidget.content.node;
       const views = [...node.querySelectorAll('.jp-OutputArea-output')]
