@@ -1,10 +1,10 @@
 """An opt-in on-disk cache of deterministic runs, so the test suite computes each run once.
 
 Off unless the environment variable RLVR_LABS_CACHE names a folder. The test suite turns it on, with
-a fresh folder per session (conftest.py), so that the same lab run as a learner opens it (labs/), in
-the browser test and as its solution (solutions/) trains each model once; a learner never needs it. With it on, a training run or an evaluation whose inputs match one already
-computed is loaded instead of recomputed: the same numbers, because the runs are seeded and
-deterministic on one machine. The key is a SHA-256 over everything that decides the result:
+a fresh folder per session (conftest.py), so that a lab (run in the browser test) and its solution (run
+down the Colab branch) train each model once; a learner never needs it. With it on, a training run
+whose inputs match one already computed is loaded instead of recomputed: the same numbers, because the
+runs are seeded and deterministic on one machine. The key is a SHA-256 over everything that decides the result:
 
 - the model's weights and config, the tokenizer's vocabulary, the data, the config dataclass;
 - functions by their code (bytecode, constants, defaults, closure values, the notebook globals
