@@ -39,7 +39,9 @@ if missing and os.environ.get("RLVR_LABS_REQUIRE_BROWSER") == "1":
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(bool(missing), reason=f"browser test needs {' and '.join(missing)}")]
 
-# JupyterLab settings for the test: every cell in the DOM (no virtual scrolling), no autosave.
+# JupyterLab settings asked for: every cell in the DOM (no virtual scrolling), no autosave, no news toast.
+# Not relied on: the news toast still showed in our runs (dismissed before screenshots), and a cell left
+# out of the DOM would fail the rendered == views check below rather than pass unseen.
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
