@@ -1,4 +1,5 @@
 """utils.exercises: a right answer is kept, a missing one falls back with a NOTE, a wrong one fails."""
+import numpy as np
 import pytest
 import torch
 
@@ -268,3 +269,15 @@ def test_check_health_check_reference_stub_and_wrong():
         return set(health_check(history, window=window)["failed"]) if history else set()
     with pytest.raises(ExerciseError, match="empty history"):
         check_health_check(no_validation)
+
+    def absolute_floor(history, window=5):  # the old rule: a fixed 0.25 nats, whatever the run started at
+        out = set(health_check(history, window=window)["failed"]) - {"entropy"}
+        return out | ({"entropy"} if np.mean([r["entropy"] for r in history[-window:]]) < 0.25 else set())
+    with pytest.raises(ExerciseError, match="started at"):
+        check_health_check(absolute_floor)
+
+    def floor_from_first_step(history, window=5):  # the start from one step: noisy, and not the rule
+        out = set(health_check(history, window=window)["failed"]) - {"entropy"}
+        return out | ({"entropy"} if np.mean([r["entropy"] for r in history[-window:]]) < 0.5 * history[0]["entropy"] else set())
+    with pytest.raises(ExerciseError, match="first step of 1.1"):
+        check_health_check(floor_from_first_step)

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from utils.health import ENTROPY_FLOOR, KL_CEILING, STD_FLOOR, expected_zero_spread, fit_entropy_reward, health_check
+from utils.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, expected_zero_spread, fit_entropy_reward, health_check
 
 
 def test_expected_zero_spread_hand_values():
@@ -32,23 +32,44 @@ def test_health_check_healthy_run_has_no_flags():
 
 
 def test_health_check_flags_each_failure_with_its_threshold():
-    out = health_check([rec(std=0.05, ent=0.02, kl=12.0)] * 5)
-    assert not out["ok"] and len(out["flags"]) == 3
+    """Start at 0.5 nats (the first 5 steps): the floor is ENTROPY_RATIO * 0.5 = 0.25; the last 5 sit at 0.02."""
+    out = health_check([rec()] * 5 + [rec(std=0.05, ent=0.02, kl=12.0)] * 5)
+    assert ENTROPY_RATIO == 0.5 and out["entropy_floor"] == pytest.approx(0.25)
+    assert not out["ok"] and out["failed"] == ["spread", "entropy", "kl"] and len(out["flags"]) == 3
     text = " ".join(out["flags"])
-    assert f"< {STD_FLOOR}" in text and f"< {ENTROPY_FLOOR}" in text and f"> {KL_CEILING}" in text
+    assert f"< {STD_FLOOR}" in text and "< 0.250 = 0.5 x the first steps' 0.500" in text and f"> {KL_CEILING}" in text
+
+
+def test_health_check_entropy_floor_is_relative_to_the_first_steps():
+    """The same end entropy, 0.3 nats, is a collapse from 0.8 (floor 0.4) and not from 0.5 (floor 0.25)."""
+    assert health_check([rec(ent=0.8)] * 5 + [rec(ent=0.3)] * 5)["failed"] == ["entropy"]
+    assert health_check([rec(ent=0.5)] * 5 + [rec(ent=0.3)] * 5)["ok"]
+    # just either side of the floor: 0.249 flags, 0.251 does not (start 0.5)
+    assert health_check([rec()] * 5 + [rec(ent=0.249)] * 5)["failed"] == ["entropy"]
+    assert health_check([rec()] * 5 + [rec(ent=0.251)] * 5)["ok"]
+    # the start is the mean of the first 5 steps, (0.9 + 4 * 0.4) / 5 = 0.5, so one high first step does not decide
+    out = health_check([rec(ent=0.9)] + [rec(ent=0.4)] * 4 + [rec(ent=0.3)] * 5)
+    assert out["entropy_floor"] == pytest.approx(0.25) and out["ok"]
+    # window 2: start (0.9 + 0.4) / 2 = 0.65, floor 0.325, end 0.3: flagged
+    assert health_check([rec(ent=0.9)] + [rec(ent=0.4)] * 4 + [rec(ent=0.3)] * 5, window=2)["failed"] == ["entropy"]
 
 
 def test_health_check_averages_the_last_window_only():
-    """Early collapse-like steps are outside the window; the last 5 average entropy (4*.5 + 0)/5 = .4."""
-    hist = [rec(ent=0.0)] * 20 + [rec()] * 4 + [rec(ent=0.0)]
+    """Early collapse-like steps are outside the window; the last 5 average entropy (4*.5 + 0)/5 = .4,
+    above the floor 0.25 (half the first step's 0.5); the last step alone (0.0) is under it."""
+    hist = [rec()] * 5 + [rec(ent=0.0)] * 20 + [rec()] * 4 + [rec(ent=0.0)]
     out = health_check(hist, window=5)
     assert out["values"]["entropy"] == pytest.approx(0.4) and out["ok"]
     assert not health_check(hist, window=1)["ok"]
 
 
 def test_health_check_custom_thresholds():
-    assert not health_check([rec(ent=0.5)], entropy_floor=0.6)["ok"]
+    assert health_check([rec(ent=0.5)] * 2, entropy_ratio=0.99)["ok"]
+    assert health_check([rec(ent=0.5)] * 5 + [rec(ent=0.45)] * 5, entropy_ratio=0.95)["failed"] == ["entropy"]
     assert health_check([rec(kl=50.0)], kl_ceiling=100.0)["ok"]
+    for bad in (0, 1, 1.5, "half"):
+        with pytest.raises(ValueError, match="entropy_ratio"):
+            health_check([rec()], entropy_ratio=bad)
 
 
 def test_health_check_bad_input_names_what_is_missing():
@@ -86,9 +107,10 @@ def test_fit_entropy_reward_bad_input(h, r):
 
 
 def test_health_check_names_the_failed_checks():
-    assert health_check([rec(std=0.05, ent=0.02, kl=12.0)])["failed"] == ["spread", "entropy", "kl"]
-    assert health_check([rec(ent=0.02)])["failed"] == ["entropy"]
+    assert health_check([rec()] * 5 + [rec(std=0.05, ent=0.02, kl=12.0)] * 5)["failed"] == ["spread", "entropy", "kl"]
+    assert health_check([rec()] * 5 + [rec(ent=0.02)] * 5)["failed"] == ["entropy"]
     assert health_check([rec()])["failed"] == []
+    assert health_check([rec(ent=0.02)])["failed"] == [], "a run that starts low has not collapsed by itself"
 
 
 def test_masked_token_entropy_hand_values():

@@ -277,18 +277,23 @@ def check_health_check(fn):
     """Check fn(history, window=5) -> set of failed check names ("spread", "entropy", "kl") against
     utils.health.health_check on worked histories, and a ValueError for an empty history or a
     missing metric. Returns the function to use."""
-    from .health import ENTROPY_FLOOR, KL_CEILING, STD_FLOOR, health_check
+    from .health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check
 
     def reference(history, window=5):
         return set(health_check(history, window=window)["failed"])
 
     def rec(std=0.3, ent=0.5, kl=0.1):
         return {"group_reward_std": std, "entropy": ent, "kl": kl}
+    low = ENTROPY_RATIO * 0.5 * 0.9                                      # under the floor of a run started at 0.5
     cases = [("a healthy run", [rec()] * 8),
-             (f"entropy {ENTROPY_FLOOR / 2} at the end", [rec()] * 8 + [rec(ent=ENTROPY_FLOOR / 2)] * 5),
-             (f"group std {STD_FLOOR / 2} and KL {KL_CEILING * 2}", [rec(std=STD_FLOOR / 2, kl=KL_CEILING * 2)] * 5),
-             ("entropy low long ago, fine in the last 5 steps", [rec(ent=0.0)] * 10 + [rec()] * 5),
-             ("one bad step among the last 5 (mean entropy 0.4)", [rec()] * 4 + [rec(ent=0.0)])]
+             (f"entropy 0.5 -> {low:.3f} at the end", [rec()] * 8 + [rec(ent=low)] * 5),
+             (f"group std {STD_FLOOR / 2} and KL {KL_CEILING * 2}", [rec()] * 5 + [rec(std=STD_FLOOR / 2, kl=KL_CEILING * 2)] * 5),
+             ("entropy low in the middle, fine in the last 5 steps", [rec()] * 5 + [rec(ent=0.0)] * 10 + [rec()] * 5),
+             ("one bad step among the last 5 (mean entropy 0.4)", [rec()] * 9 + [rec(ent=0.0)]),
+             ("a run that started at 0.3 nats and ends at 0.2 (floor 0.15)", [rec(ent=0.3)] * 5 + [rec(ent=0.2)] * 5),
+             ("a run that started at 1.0 nats and ends at 0.4 (floor 0.5)", [rec(ent=1.0)] * 5 + [rec(ent=0.4)] * 5),
+             ("a first step of 1.1 nats, then 0.35 (start: the first 5 steps' mean 0.5, floor 0.25)",
+              [rec(ent=1.1)] + [rec(ent=0.35)] * 9)]
     try:
         fn(cases[0][1])
     except NotImplementedError:
@@ -298,7 +303,8 @@ def check_health_check(fn):
         if set(got or ()) != want:
             raise ExerciseError(f"my_health_check on {desc}: expected {sorted(want) or 'no flags'}, got {got}\n"
                                 f"Hint: average each metric over the last `window` steps, then compare with "
-                                f"STD_FLOOR={STD_FLOOR}, ENTROPY_FLOOR={ENTROPY_FLOOR}, KL_CEILING={KL_CEILING}.")
+                                f"STD_FLOOR={STD_FLOOR}, ENTROPY_RATIO={ENTROPY_RATIO} x the mean entropy of the first "
+                                f"`window` steps, and KL_CEILING={KL_CEILING}.")
     for desc, bad in (("an empty history", []), ("a history without 'kl'", [{"group_reward_std": 0.3, "entropy": 0.5}])):
         try:
             fn(bad)

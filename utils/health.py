@@ -1,12 +1,17 @@
 """Training health for GRPO (Lab 04): the signals that show a run narrowing or collapsing,
 a check over a run's history, and the entropy-reward law of arXiv 2505.22617.
 
-Thresholds (the sources' rules of thumb, adapted to this task):
+Thresholds (the course's own rules of thumb, fixed before any run was seen and stated
+relative to the run itself where the scale depends on the task):
   group reward std < STD_FLOOR      groups whose samples all score alike give zero advantage:
                                     no learning signal left (we use the within-group std, the
                                     quantity GRPO's advantages are built from)
-  entropy < ENTROPY_FLOOR           mean token entropy (nats) this low means the policy writes
-                                    (almost) one answer per prompt: mode collapse
+  entropy < ENTROPY_RATIO * start   the policy has spent more than half the mean token entropy it
+                                    started with (the mean of the first `window` steps, as the end is
+                                    the mean of the last `window`): it writes far fewer distinct
+                                    answers than it did. A ratio, not a number of nats, because what
+                                    counts as "low" depends on the task (answer length, vocabulary)
+                                    and the base model, none of which the run can tune
   KL > KL_CEILING                   the policy has run far from the reference: exploding
 """
 import numpy as np
@@ -15,7 +20,7 @@ import torch.nn.functional as F
 from .metrics import masked_mean
 
 STD_FLOOR = 0.1
-ENTROPY_FLOOR = 0.25  # nats per completion token: half the base model's ~0.5 on training prompts (Lab 04)
+ENTROPY_RATIO = 0.5  # flag when the last steps' mean entropy is under half the first steps' mean
 KL_CEILING = 10.0
 REQUIRED = ("group_reward_std", "entropy", "kl")
 
@@ -39,11 +44,13 @@ def expected_zero_spread(p, group_size):
     return float(out) if out.ndim == 0 else out
 
 
-def health_check(history, entropy_floor=ENTROPY_FLOOR, std_floor=STD_FLOOR, kl_ceiling=KL_CEILING, window=5):
+def health_check(history, entropy_ratio=ENTROPY_RATIO, std_floor=STD_FLOOR, kl_ceiling=KL_CEILING, window=5):
     """Judge a run from its history (train_grpo's list of per-step dicts), averaging the last
-    `window` steps so one noisy batch does not decide. Returns
+    `window` steps so one noisy batch does not decide. The entropy floor is entropy_ratio times the
+    mean entropy of the run's first `window` steps (where the policy started). Returns
     {"ok": bool, "failed": [names of the failed checks: "spread", "entropy", "kl"],
-     "flags": [one message per failed check], "values": {metric: mean over the window}}."""
+     "flags": [one message per failed check], "values": {metric: mean over the window},
+     "entropy_floor": the floor in nats}."""
     if not isinstance(history, (list, tuple)) or len(history) == 0:
         raise ValueError("health_check needs a non-empty history: the list of per-step dicts that "
                          "train_grpo returns. Train first, then pass its return value.")
@@ -55,7 +62,15 @@ def health_check(history, entropy_floor=ENTROPY_FLOOR, std_floor=STD_FLOOR, kl_c
         raise ValueError(f"health_check: the history lacks {missing} in its last {len(last)} step(s). "
                          f"It needs {list(REQUIRED)} every step (KL is recorded when GRPOConfig.track_kl "
                          f"is True or beta > 0).")
+    if not isinstance(entropy_ratio, (int, float)) or not 0 < entropy_ratio < 1:
+        raise ValueError(f"entropy_ratio must be a number in (0, 1), got {entropy_ratio!r}")
+    head = [r.get("entropy") if isinstance(r, dict) else None for r in list(history)[:window]]
+    if any(e is None for e in head):
+        raise ValueError(f"health_check: the history's first {len(head)} step(s) lack 'entropy' "
+                         f"(the entropy floor is a share of their mean)")
+    first = float(np.mean(head))
     v = {k: float(np.mean([r[k] for r in last])) for k in REQUIRED}
+    entropy_floor = entropy_ratio * first
     flags, failed = [], []
     if v["group_reward_std"] < std_floor:
         failed.append("spread")
@@ -63,13 +78,14 @@ def health_check(history, entropy_floor=ENTROPY_FLOOR, std_floor=STD_FLOOR, kl_c
                      f"(most groups score alike, so most advantages are 0 and there is little left to learn from)")
     if v["entropy"] < entropy_floor:
         failed.append("entropy")
-        flags.append(f"entropy collapsed: {v['entropy']:.3f} nats per token < {entropy_floor} "
-                     f"(the policy writes nearly one answer per prompt; exploration is gone)")
+        flags.append(f"entropy collapsed: {v['entropy']:.3f} nats per token < {entropy_floor:.3f} = {entropy_ratio} x "
+                     f"the first steps' {first:.3f} (the policy writes far fewer distinct answers than it "
+                     f"started with; exploration is going)")
     if v["kl"] > kl_ceiling:
         failed.append("kl")
         flags.append(f"KL exploding: {v['kl']:.2f} > {kl_ceiling} "
                      f"(the policy is far from the reference; lower lr or add a KL penalty)")
-    return {"ok": not flags, "failed": failed, "flags": flags, "values": v}
+    return {"ok": not flags, "failed": failed, "flags": flags, "values": v, "entropy_floor": entropy_floor}
 
 
 def fit_entropy_reward(entropy, reward):
