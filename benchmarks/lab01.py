@@ -26,7 +26,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from utils.setup import setup  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
 
 
 def lab_config(**kw):
@@ -136,7 +136,7 @@ def main():
         print("lab 01 notebook:", res["lab01_notebook"], flush=True)
     os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "benchmarks", "results", "lab01.json"), "w") as f:
-        json.dump(res, f, indent=1)
+        json.dump({"environment": environment(), **res}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from utils.setup import setup  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
 
 
 def lab_config(**kw):
@@ -119,7 +119,7 @@ def main():
     if args.skip_training and "hacking" in old:
         out["hacking"] = old["hacking"]
     with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+        json.dump({"environment": environment(), **out}, f, indent=1)
     print("wrote", path)
 
 

@@ -17,7 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from utils.setup import setup  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
 
 
 def lab_config(**kw):
@@ -77,7 +77,7 @@ def main():
                   + f"  ({run['seconds']:.0f} s)", flush=True)
     path = os.path.join(ROOT, "benchmarks", "results", "lab03.json")
     with open(path, "w") as f:
-        json.dump(out, f, indent=1)
+        json.dump({"environment": environment(), **out}, f, indent=1)
     print("wrote", path)
 
 

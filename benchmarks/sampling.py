@@ -16,7 +16,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from utils.setup import setup  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
 
 N, PROBLEMS, REPEATS, NEEDED = 256, 24, 5, 2000
 
@@ -41,7 +41,7 @@ def main():
            "problems": PROBLEMS, "threads": torch.get_num_threads(), "needed": NEEDED}
     os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "benchmarks", "results", "sampling.json"), "w") as f:
-        json.dump(out, f, indent=1)
+        json.dump({"environment": environment(), **out}, f, indent=1)
     print(f"sampling: median {out['completions_per_second_median']:,.0f} completions/s over {REPEATS} runs "
           f"({', '.join(f'{x:,.0f}' for x in rates)}); need >= {NEEDED:,}")
     if out["completions_per_second_median"] < NEEDED:

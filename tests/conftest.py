@@ -48,3 +48,10 @@ def session_run_cache():
     if os.environ.get("RLVR_LABS_CACHE_BY_SUITE") == "1":  # made by ../conftest.py: it must be a folder
         assert SESSION_RUN_CACHE not in ("", "0", "off"), "the suite's run cache was not set up"
     return SESSION_RUN_CACHE
+
+
+def pytest_report_header(config):
+    """The versions and CPU behind this run's numbers, at the top of every test log (CI's too)."""
+    from utils.setup import environment
+
+    return "rlvr-labs environment: " + ", ".join(f"{k} {v}" for k, v in environment().items())

@@ -40,3 +40,25 @@ def setup(seed=0, quiet=False):
     if not quiet:
         print(f"torch {torch.__version__} on {device}; seed {seed}")
     return device
+
+
+def environment():
+    """What produced a set of numbers: Python, the libraries that decide a run, the CPU and its
+    thread count. Benchmarks store it beside their results; the test suite prints it in its header."""
+    import importlib.metadata as md
+    import platform
+
+    libs = {}
+    for name in ("torch", "transformers", "trl", "tokenizers", "numpy", "accelerate", "datasets", "safetensors"):
+        try:
+            libs[name] = md.version(name)
+        except md.PackageNotFoundError:
+            libs[name] = None
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"python": platform.python_version(), **libs, "cpu": cpu, "torch_threads": torch.get_num_threads(),
+            "platform": platform.platform()}
