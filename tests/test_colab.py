@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import colab_runtime  # noqa: E402
 
+LOCK = ROOT / "requirements-lock.txt"
 SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
 
@@ -77,6 +78,8 @@ def test_solution_runs_down_the_colab_branch(runtime, course_repo, session_run_c
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(RLVR_LABS_FORCE_COLAB="1", RLVR_LABS_REPO=course_repo, RLVR_LABS_CACHE=session_run_cache,
                HF_HUB_OFFLINE="1", MPLBACKEND="Agg", PATH=f"{Path(runtime).parent}{os.pathsep}{env['PATH']}")
+    if LOCK.exists():  # the setup cell's pip install of TRL takes the lock's versions, as CI's own install does
+        env["PIP_CONSTRAINT"] = str(LOCK)
     r = subprocess.run([runtime, "-m", "pytest", "--nbval-lax", "--current-env", "--nbval-cell-timeout=600",
                         "-p", "no:cacheprovider", "-q", "-x", name], cwd=content, env=env,
                        capture_output=True, text=True)
