@@ -56,7 +56,7 @@ def test_health_check_entropy_floor_is_relative_to_the_first_steps():
 
 def test_health_check_averages_the_last_window_only():
     """Early collapse-like steps are outside the window; the last 5 average entropy (4*.5 + 0)/5 = .4,
-    above the floor 0.25 (half the first step's 0.5); the last step alone (0.0) is under it."""
+    above the floor 0.25 (half the first 5 steps' 0.5); the last step alone (0.0) is under it."""
     hist = [rec()] * 5 + [rec(ent=0.0)] * 20 + [rec()] * 4 + [rec(ent=0.0)]
     out = health_check(hist, window=5)
     assert out["values"]["entropy"] == pytest.approx(0.4) and out["ok"]
