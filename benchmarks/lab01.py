@@ -30,7 +30,7 @@ from utils.setup import environment, setup  # noqa: E402
 
 
 def lab_config(**kw):
-    from utils.grpo import GRPOConfig
+    from utils.rl.grpo import GRPOConfig
 
     base = dict(steps=300, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
                 eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, seed=0)
@@ -38,8 +38,8 @@ def lab_config(**kw):
 
 
 def base_model_numbers(test):
-    from utils.metrics import evaluate
-    from utils.policy import load_policy
+    from utils.eval.metrics import evaluate
+    from utils.models.policy import load_policy
 
     m, tok = load_policy()
     s = evaluate(m, tok, test["prompt"], test["answer"], k=8, seed=1)
@@ -48,10 +48,10 @@ def base_model_numbers(test):
 
 
 def grpo_90s(train, test, seconds=90.0):
-    from utils.grpo import train_grpo
-    from utils.metrics import evaluate
-    from utils.policy import load_policy
-    from utils.verifiers import strict_reward
+    from utils.eval.metrics import evaluate
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.arithmetic import strict_reward
 
     m, tok = load_policy()
     before = evaluate(m, tok, test["prompt"], test["answer"], k=8, seed=1)["pass@1"]
@@ -63,10 +63,10 @@ def grpo_90s(train, test, seconds=90.0):
 
 
 def throughput(train, steps=20, repeats=3, track_kl=False):
-    from utils.grpo import train_grpo
-    from utils.policy import load_policy
-    from utils.trl_grpo import train_with_trl
-    from utils.verifiers import strict_reward
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.rl.trl_trainer import train_with_trl
+    from utils.verifiers.arithmetic import strict_reward
 
     cfg = lab_config(steps=steps, track_kl=track_kl)  # track_kl=False: the same work as TRL with beta = 0
     runs = {"ours": [], "trl": []}
@@ -119,7 +119,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     setup(seed=0, quiet=True)
-    from utils.task import load_split
+    from utils.tasks.arithmetic import load_split
 
     train, test = load_split("train"), load_split("test")
     res = {"machine": f"{os.cpu_count()} cores"}

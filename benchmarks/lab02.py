@@ -28,7 +28,7 @@ from utils.setup import environment, setup  # noqa: E402
 
 def lab_config(**kw):
     """Lab 02's hacking-experiment config (the notebook shows the same one)."""
-    from utils.grpo import GRPOConfig
+    from utils.rl.grpo import GRPOConfig
 
     base = dict(steps=200, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
                 eval_every=20, eval_n=500, seed=0)
@@ -45,9 +45,10 @@ def median_seconds(fn, repeat):
 
 
 def coverage_and_timing():
-    from utils import code_verifier as cv
-    from utils import sql_verifier as sv
-    from utils.verifiers import ZOO, load_arithmetic_suite, verifier_report
+    from utils.verifiers import code as cv
+    from utils.verifiers import sql as sv
+    from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite
+    from utils.verifiers.signature import verifier_report
 
     out = {"coverage": {}, "ms_per_check": {}}
     cases = load_arithmetic_suite()
@@ -71,11 +72,11 @@ def coverage_and_timing():
 
 
 def hacking_study(seeds_main=(0, 1, 2)):
-    from utils.grpo import train_grpo
-    from utils.metrics import evaluate
-    from utils.policy import load_policy
-    from utils.task import load_split
-    from utils.verifiers import ZOO, strict_reward
+    from utils.eval.metrics import evaluate
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import ZOO
 
     base, tok = load_policy()
     train, test = load_split("train"), load_split("test")

@@ -22,7 +22,7 @@ from utils.setup import environment, setup  # noqa: E402
 
 def lab_config(**kw):
     """Lab 03's config (the notebook shows the same one)."""
-    from utils.grpo import GRPOConfig
+    from utils.rl.grpo import GRPOConfig
 
     base = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
                 eps_low=0.2, eps_high=0.2, beta=0.0, updates_per_batch=1, eval_every=20, eval_n=500, seed=0)
@@ -31,8 +31,8 @@ def lab_config(**kw):
 
 def conditions(p):
     """name -> (make_reward(seed), config overrides)."""
-    from utils.control import random_reward, wrong_answer_reward
-    from utils.verifiers import strict_reward
+    from utils.verifiers.arithmetic import strict_reward
+    from utils.verifiers.spurious import random_reward, wrong_answer_reward
 
     rand = lambda s: random_reward(p, seed=1000 + s)  # noqa: E731
     return {
@@ -47,10 +47,10 @@ def main():
     setup(seed=0)
     from dataclasses import replace
 
-    from utils.control import hit_rate, run_condition
-    from utils.metrics import policy_report
-    from utils.policy import load_policy
-    from utils.task import load_split
+    from utils.eval.control import hit_rate, run_condition
+    from utils.eval.metrics import policy_report
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
 
     base, tok = load_policy()
     train, test = load_split("train"), load_split("test")
@@ -60,7 +60,7 @@ def main():
     out = {"config": vars(lab_config()), "p": p, "before": before, "runs": []}
     print(f"p = {p:.3f}; before: " + ", ".join(f"{k} {v:.3f}" for k, v in before.items()), flush=True)
     plan = [(name, mk, kw, (0, 1, 2)) for name, (mk, kw) in conditions(p).items()]
-    from utils.control import random_reward
+    from utils.verifiers.spurious import random_reward
     rand = lambda s: random_reward(p, seed=1000 + s)  # noqa: E731
     plan += [("random, 1 update, lr 1e-5", rand, {"lr": 1e-5, "steps": 150}, (0,)),
              ("random, 8 clipped updates, lr 1e-5", rand, {"lr": 1e-5, "steps": 150, "updates_per_batch": 8}, (0,))]

@@ -30,7 +30,7 @@ POOL = 32  # the collapsing run's small prompt set: one batch's worth of prompts
 
 def recipes():
     """Lab 04's healthy and collapsing configs and its four remedies (the notebook shows the same ones)."""
-    from utils.grpo import GRPOConfig
+    from utils.rl.grpo import GRPOConfig
 
     healthy = GRPOConfig(steps=60, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
                          eps_low=0.2, eps_high=0.2, beta=0.0, updates_per_batch=1, eval_every=10, eval_n=500, seed=0)
@@ -53,9 +53,9 @@ def compact(hist):
 
 
 def lab04(seed, base, tok, train, test, ood):
-    from utils.grpo import train_grpo
-    from utils.metrics import answer_logprob, evaluate
-    from utils.verifiers import strict_reward
+    from utils.eval.metrics import answer_logprob, evaluate
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.arithmetic import strict_reward
 
     HEALTHY, COLLAPSE, REMEDIES = recipes()
     pools = {"healthy": (train["prompt"], train["answer"]),
@@ -73,7 +73,8 @@ def lab04(seed, base, tok, train, test, ood):
         if name in ("healthy", "collapsing"):
             models[name] = policy
         runs[name] = {"series": compact(hist), "seconds": time.time() - t}  # the health check: findings()
-        print(f"  seed {seed} {name:28s} entropy {hist[0]['entropy']:.3f} -> {mean_of(hist, 'entropy', slice(-5, None)):.3f}"
+        print(f"  seed {seed} {name:28s} entropy {hist[0]['entropy']:.3f} -> "
+              f"{mean_of(hist, 'entropy', slice(-5, None)):.3f}"
               f"  ({runs[name]['seconds']:.0f} s)", flush=True)
     levels = {"own": (train["prompt"][:POOL], train["answer"][:POOL]), "test": (test["prompt"], test["answer"]),
               "ood": (ood["prompt"], ood["answer"])}
@@ -84,10 +85,11 @@ def lab04(seed, base, tok, train, test, ood):
 
 
 def lab05(seed, base, tok, train):
-    from utils.grpo import GRPOConfig, train_grpo
-    from utils.metrics import evaluate, pass_at_k_table
-    from utils.task import load_split
-    from utils.verifiers import strict_reward
+    from utils.eval.metrics import evaluate, pass_at_k_table
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import strict_reward
 
     _, COLLAPSE, _ = recipes()
     grpo_cfg = GRPOConfig(steps=150, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
@@ -106,7 +108,8 @@ def lab05(seed, base, tok, train):
         for m_name, model in models.items():
             c = evaluate(model, tok, ds["prompt"], ds["answer"], k=N, seed=1)["correct"].astype(int)
             out[f"{m_name} {s_name}"] = {"counts": c.tolist(),
-                                         **{f"pass@{k}": float(v) for k, v in zip((1, 8, 16, 64, 256), table[c].mean(0))}}
+                                         **{f"pass@{k}": float(v)
+                                            for k, v in zip((1, 8, 16, 64, 256), table[c].mean(0))}}
     return out
 
 
@@ -120,8 +123,8 @@ def main():
     if args.report:
         return report(args.report)
     setup(seed=0, quiet=True)
-    from utils.policy import load_policy
-    from utils.task import load_split
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
 
     base, tok = load_policy("rlvr-base")
     train, test, ood = load_split("train"), load_split("test"), load_split("ood")
@@ -143,7 +146,7 @@ def main():
 
 def findings(res):
     """The quantities Labs 04 and 05 assert on, from one seed's result: name -> value."""
-    from utils.health import fit_entropy_reward, health_check
+    from utils.eval.health import fit_entropy_reward, health_check
 
     r4, out = res["lab04"], {}
     s = {name: run["series"] for name, run in r4["runs"].items()}
@@ -184,7 +187,8 @@ def findings(res):
         for split in ("test", "ood"):
             for m in ("GRPO", "collapsed"):
                 for k in (1, 8, 256):
-                    out[f"lab05 {split} {m} pass@{k} change"] = r5[f"{m} {split}"][f"pass@{k}"] - r5[f"base {split}"][f"pass@{k}"]
+                    out[f"lab05 {split} {m} pass@{k} change"] = (r5[f"{m} {split}"][f"pass@{k}"]
+                                                                 - r5[f"base {split}"][f"pass@{k}"])
         b_, g_ = np.asarray(r5["base test"]["counts"]), np.asarray(r5["GRPO test"]["counts"])
         out["lab05 test problems gained at 256"] = int(((b_ == 0) & (g_ > 0)).sum())
         out["lab05 test problems lost at 256"] = int(((b_ > 0) & (g_ == 0)).sum())

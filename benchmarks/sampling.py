@@ -3,7 +3,7 @@
     python benchmarks/sampling.py      # about a minute on a 2-core CPU
 
 Draws n = 256 completions per problem for 24 test problems with the shipped base model, the way Lab 05
-does (utils.metrics.evaluate: batched, KV cache, 8 new tokens at most), and reports completions per
+does (utils.eval.metrics.evaluate: batched, KV cache, 8 new tokens at most), and reports completions per
 second as the median of 5 repeats. The course needs at least 2000 per second. Writes
 benchmarks/results/sampling.json.
 """
@@ -25,9 +25,9 @@ def main():
     setup(seed=0)
     import torch
 
-    from utils.metrics import evaluate
-    from utils.policy import load_policy
-    from utils.task import load_split
+    from utils.eval.metrics import evaluate
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
 
     model, tok = load_policy()
     ds = load_split("test", n=PROBLEMS)

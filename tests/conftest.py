@@ -15,23 +15,23 @@ os.environ["MPLBACKEND"] = "Agg"
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-# The suite is budgeted for a 2-core CPU. RLVR_TEST_THREADS=1 is much faster when another
+# The suite is budgeted for a 2-core CPU. RLVR_LABS_TEST_THREADS=1 is much faster when another
 # CPU-heavy process shares the machine (two 2-thread processes on 2 cores spin on each other).
-torch.set_num_threads(int(os.environ.get("RLVR_TEST_THREADS", "2")))
+torch.set_num_threads(int(os.environ.get("RLVR_LABS_TEST_THREADS", "2")))
 
 
 @pytest.fixture(scope="module")
 def shipped():
     """(model, tokenizer) of the shipped base model, loaded once per test module.
     Tests that train must deep-copy the model first."""
-    from utils.policy import load_policy
+    from utils.models.policy import load_policy
 
     model, tok = load_policy()
     model.eval()
     return model, tok
 
 
-# The run cache (utils/cache.py, set up in ../conftest.py) is for the notebooks. Unit tests run with
+# The run cache (tests/run_cache.py, set up in ../conftest.py) is for the notebooks. Unit tests run with
 # it off, so that a test that trains twice to compare really trains twice; the tests that start
 # notebooks in other processes (Colab branch, browser) hand the session's folder on explicitly.
 SESSION_RUN_CACHE = os.environ.get("RLVR_LABS_CACHE", "off")

@@ -6,10 +6,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import utils
-from utils.build_base_model import CONFIG, build
-from utils.metrics import evaluate
-from utils.policy import char_tokenizer
-from utils.task import load_split
+from utils.eval.metrics import evaluate
+from utils.models.build_base_model import CONFIG, build
+from utils.models.policy import char_tokenizer
+from utils.tasks.arithmetic import load_split
 
 
 def test_shipped_files_are_standard_hf_format():

@@ -2,7 +2,8 @@
 in Chromium driven by Playwright. Checks: every code cell ran, no error output anywhere in the page (so
 every assertion on the science held), cells marked `# NBVAL_CHECK_OUTPUT` printed their stored output
 (what nbval checks), the lab's widgets rendered as widgets (not as text fallbacks), and in Lab 01 a
-widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/ (or $RLVR_LABS_SCREENSHOTS).
+widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/
+(or $RLVR_LABS_SCREENSHOTS).
 
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
 them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.
@@ -68,9 +69,12 @@ SUMMARY_JS = """() => {
   for (const c of cells) for (const o of c.model.outputs.toJSON())
     if (o.data && o.data['application/vnd.jupyter.widget-view+json']) views += 1;
   const rendered = [...node.querySelectorAll('.jp-OutputArea-output')]
-    .filter(e => e.querySelector('.jupyter-widgets') && !/Error displaying widget|Loading widget/.test(e.innerText)).length;
+    .filter(e => e.querySelector('.jupyter-widgets')
+                 && !/Error displaying widget|Loading widget/.test(e.innerText)).length;
   const fallbacks = [...node.querySelectorAll('.jp-OutputArea-output[data-mime-type="text/plain"]')]
-    .map(e => e.innerText).filter(t => /^(VBox|HBox|Output|interactive|Button|Text|IntSlider|HTML)\\(|Loading widget|Error displaying widget/.test(t.trim()));
+    .map(e => e.innerText)
+    .filter(t => /^(VBox|HBox|Output|interactive|Button|Text|IntSlider|HTML)\\(|Loading widget|Error displaying widget/
+                 .test(t.trim()));
   const checked = cells.filter(c => c.model.sharedModel.getSource().startsWith('# NBVAL_CHECK_OUTPUT'))
     .map(c => c.model.outputs.toJSON());
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
@@ -179,7 +183,7 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         for i, (got, want) in enumerate(zip(s["checked"], stored)):  # as nbval does for these cells
             assert _text(got) == _text(want), f"check-output cell {i + 1} of {name} differs from its stored output"
         source = (ROOT / "labs" / name).read_text()
-        if "utils.widgets" in source:  # the lab's own interactive widget, besides any progress bars
+        if "utils.notebook.widgets" in source:  # the lab's own interactive widget, besides any progress bars
             assert s["rendered"] >= 1, f"{name} displays a widget, but none rendered"
         if name.startswith("01"):
             _type_a_problem(page)

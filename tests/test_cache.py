@@ -1,5 +1,6 @@
-"""utils.cache: the opt-in run cache. Keys must tell apart what changes a result and nothing else; a hit
-must give back exactly what computing would have (weights, history, random states, callbacks)."""
+"""tests/run_cache.py: the test suite's run cache. Keys must tell apart what changes a result and nothing else; a hit
+must give back exactly what computing would have (weights, history, random states, a callback's records);
+it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
 import random
 
@@ -7,10 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from utils import cache
-from utils.grpo import GRPOConfig, group_advantages, policy_loss, train_grpo
-from utils.task import load_split
-from utils.verifiers import strict_reward
+import run_cache as cache
+from utils.rl.grpo import GRPOConfig, group_advantages, policy_loss
+from utils.rl.loop import train_grpo as uncached_train_grpo
+from utils.tasks.arithmetic import load_split
+from utils.verifiers.arithmetic import strict_reward
+
+train_grpo = cache.cached_train_grpo(uncached_train_grpo)
 
 TINY = dict(steps=3, batch_size=16, group_size=4, lr=1e-4, eval_every=0, seed=0)
 
@@ -52,8 +56,8 @@ def test_same_model_from_another_folder_same_key(on, shipped, tmp_path):
     """The lab, the browser test and the Colab copy load the model from different paths."""
     import shutil
 
-    from utils.policy import load_policy
     from utils import BASE_MODEL_DIR
+    from utils.models.policy import load_policy
     model, tok = shipped
     shutil.copytree(BASE_MODEL_DIR, tmp_path / "elsewhere")
     other, other_tok = load_policy(str(tmp_path / "elsewhere"))
@@ -118,25 +122,71 @@ def train():
     return list(ds["prompt"]), list(ds["answer"])
 
 
+CALLS = []  # module level: a callback's closure is part of the key, and this list changes
+
+
 def test_train_grpo_hit_is_the_computed_run(on, shipped, train, capsys):
     model, tok = shipped
     cfg = GRPOConfig(**TINY)
-    seen, runs = [], []
-    for _ in range(2):
-        policy, got = copy.deepcopy(model), []
+    runs = []
+    CALLS.clear()
 
-        def record(rec):                                            # what a callback sees: the record and the weights
-            got.append((rec["step"], float(next(policy.parameters()).detach().sum())))
-        torch.manual_seed(123)
-        hist = train_grpo(policy, tok, *train, strict_reward, cfg, progress=False, callback=record)
-        runs.append((hist, policy.state_dict(), torch.rand(2)))
-        seen.append(got)
+    def snapshot(policy, rec):                     # a callback that reads the weights; its values join the record
+        CALLS.append(rec["step"])
+        return {"weight_sum": sum(float(p.detach().double().sum()) for p in policy.parameters())}
+    for _ in range(2):
+        policy = copy.deepcopy(model)
+        torch.manual_seed(123); np.random.seed(7); random.seed(7)
+        hist = train_grpo(policy, tok, *train, strict_reward, cfg, progress=False, callback=snapshot)
+        runs.append((hist, policy.state_dict(), torch.rand(2), np.random.rand(), random.random()))
     out = capsys.readouterr().out
     assert out.count("loaded from the run cache") == 1              # the first computed, the second loaded
     assert runs[0][0] == runs[1][0]
+    final = snapshot(policy, {"step": 0})["weight_sum"]
+    assert runs[0][0][-1]["weight_sum"] == final and CALLS[-1] == 0  # it saw the trained weights
+    assert CALLS == [1, 2, 3, 0]                     # the hit did not call the callback again
     assert all(torch.equal(runs[0][1][n], runs[1][1][n]) for n in runs[0][1])
-    assert torch.equal(runs[0][2], runs[1][2])                       # the global torch stream continues alike
-    assert seen[0] == seen[1] and len(seen[0]) == cfg.steps         # the callback replayed on each step's weights
+    assert torch.equal(runs[0][2], runs[1][2]) and runs[0][3:] == runs[1][3:]  # every global stream continues alike
+    # nothing per step is kept: one entry, about one copy of the weights
+    (entry,) = on.iterdir()
+    weights = sum(v.numel() * v.element_size() for v in model.state_dict().values())
+    assert entry.stat().st_size < 1.5 * weights
+
+
+def test_global_random_states_are_part_of_the_key(on, shipped):
+    """A reward function may read Python's or NumPy's global stream, so a run keys them."""
+    model, tok = shipped
+    keys = []
+    for seed in (1, 1, 2):
+        np.random.seed(seed); random.seed(1)
+        keys.append(cache.key("run", model))
+    np.random.seed(1); random.seed(2)
+    keys.append(cache.key("run", model))
+    assert keys[0] == keys[1] and len(set(keys)) == 3
+
+
+def test_install_wraps_the_trainers_on_import(monkeypatch):
+    """In a fresh interpreter (a kernel), install() then an import gives the cached trainers."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import importlib.util as u, sys; s = u.spec_from_file_location('rc', sys.argv[1]); "
+            "m = u.module_from_spec(s); s.loader.exec_module(m); m.install(); "
+            "from utils.rl.loop import train_grpo; from utils.rl.trl_trainer import train_with_trl; "
+            "from utils.eval.control import run_condition; import utils.eval.control as c; "
+            "print(train_grpo.__wrapped__.__module__, train_with_trl.__wrapped__.__module__, "
+            "c.train_grpo is train_grpo)")
+    out = subprocess.run([sys.executable, "-c", code, str(root / "tests" / "run_cache.py")], cwd=root,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True"]
+
+
+def test_kernel_startup_dir_writes_an_ipython_startup_file(tmp_path):
+    d = cache.kernel_startup_dir(tmp_path)
+    (f,) = (tmp_path / "profile_default" / "startup").iterdir()
+    assert d == str(tmp_path) and "install()" in f.read_text() and "run_cache.py" in f.read_text()
 
 
 def test_train_grpo_learner_function_equal_to_reference_shares_the_run(on, shipped, train, capsys):
@@ -145,12 +195,12 @@ def test_train_grpo_learner_function_equal_to_reference_shares_the_run(on, shipp
 
     def my_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo",
                 max_len=None):
-        return policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)[0]
+        return policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
 
     def off_by_a_bit(*args):
         return my_loss(*args) * 1.001
 
-    for fn in (None, my_loss, off_by_a_bit):
+    for fn in (policy_loss, my_loss, off_by_a_bit):
         train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False, loss_fn=fn)
     assert capsys.readouterr().out.count("loaded from the run cache") == 1  # my_loss hit; off_by_a_bit trained
 

@@ -1,4 +1,4 @@
-"""utils.code_verifier: the labelled adversarial suite, the naive verifier's blind spots, the
+"""utils.verifiers.code: the labelled adversarial suite, the naive verifier's blind spots, the
 sandbox's clean-up (time, files, processes, secrets), TRL's signature, speed, robustness."""
 import glob
 import json
@@ -13,8 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import DATA_DIR
-from utils.code_verifier import (HARNESS_TAG, MAX_CODE_CHARS, NOBODY, NPROC, SCRATCH_PREFIX, code_reward,
-                                 load_code_suite, naive_code_reward, run_sandboxed, sandbox_config)
+from utils.verifiers.code import (
+    HARNESS_TAG,
+    MAX_CODE_CHARS,
+    NOBODY,
+    NPROC,
+    SCRATCH_PREFIX,
+    code_reward,
+    load_code_suite,
+    naive_code_reward,
+    run_sandboxed,
+    sandbox_config,
+)
 
 TIMEOUT = 1.5  # short: the loop and sleep cases run into it
 SECRET = "rlvr-secret-5f3a9c"

@@ -1,14 +1,15 @@
-"""utils.control: the random reward, the hit rate, the same-config guard and the control check."""
+"""utils.eval.control and utils.verifiers.spurious: the random reward, the hit rate, the same-config guard
+and the control check."""
 import copy
 
 import numpy as np
 import pytest
 
-from utils.control import (THRESHOLD, check_same_config, control_check, hit_rate, random_reward,
-                           wrong_answer_reward)
-from utils.grpo import GRPOConfig
-from utils.metrics import evaluate
-from utils.task import load_split
+from utils.eval.control import THRESHOLD, check_same_config, control_check, hit_rate
+from utils.eval.metrics import evaluate
+from utils.rl.grpo import GRPOConfig
+from utils.tasks.arithmetic import load_split
+from utils.verifiers.spurious import random_reward, wrong_answer_reward
 
 
 def test_random_reward_rate_and_independence():
@@ -83,8 +84,8 @@ def test_control_check_bad_inputs():
 def test_run_condition_tiny_and_reproducible(shipped):
     """Two seeds -> two runs with their own config seed; the same seed twice -> the same numbers;
     an empty seed list is refused before any training."""
-    from utils.control import run_condition
-    from utils.verifiers import strict_reward
+    from utils.eval.control import run_condition
+    from utils.verifiers.arithmetic import strict_reward
 
     model, tok = shipped
     tr, te = load_split("train", n=64), load_split("test", n=16)

@@ -1,14 +1,24 @@
-"""utils.grpo: advantages, k3 KL, the clipped loss and its aggregations, config checks, the loop."""
+"""utils.rl.grpo and utils.rl.loop: advantages, k3 KL, the clipped loss and its aggregations, config checks,
+the loop."""
 import copy
 import math
 
 import pytest
 import torch
 
-from utils.grpo import (GRPOConfig, group_advantages, grpo_step_loss, high_entropy_mask, kl_k3, loss_stats,
-                        policy_loss, train_grpo)
-from utils.task import load_split
-from utils.verifiers import strict_reward
+from utils.rl.grpo import (
+    GRPOConfig,
+    aggregate,
+    group_advantages,
+    high_entropy_mask,
+    kl_k3,
+    loss_stats,
+    per_token_loss,
+    policy_loss,
+)
+from utils.rl.loop import train_grpo, update
+from utils.tasks.arithmetic import load_split
+from utils.verifiers.arithmetic import strict_reward
 
 LN2 = math.log(2)
 
@@ -121,16 +131,37 @@ CASES = [
 @pytest.mark.parametrize("loss_type, beta, max_len, want", CASES)
 def test_policy_loss_hand_values(loss_type, beta, max_len, want):
     logp, old, ref, adv, mask = batch()
-    loss, stats = policy_loss(logp, old, ref, adv, mask, 0.2, 0.2, beta, loss_type, max_len)
+    loss = policy_loss(logp, old, ref, adv, mask, 0.2, 0.2, beta, loss_type, max_len)
     assert loss.shape == ()
     assert loss.item() == pytest.approx(want, abs=1e-6)
-    assert set(stats) == {"clip_frac", "kl"}
+    # the same number in two steps: per-token losses, then their aggregation
+    per_token = per_token_loss(logp, old, ref, adv, 0.2, 0.2, beta)
+    assert per_token.shape == logp.shape
+    assert aggregate(per_token, mask, loss_type, max_len).item() == pytest.approx(want, abs=1e-6)
+
+
+def test_per_token_loss_hand_values():
+    """Ratios [[2, 1], [1, 0.5]], advantages [+1, -1], clip [0.8, 1.2]: per token -min(rA, clip(r)A),
+    padding included (aggregate masks it); with beta 0.1, + 0.1 * k3 where the reference differs."""
+    logp, old, ref, adv, mask = batch()
+    want = torch.tensor([[-1.2, -1.0], [1.0, 0.8]])
+    assert torch.allclose(per_token_loss(logp, old, ref, adv), want, atol=1e-6)
+    want[0, 1] += 0.1 * K3
+    assert torch.allclose(per_token_loss(logp, old, ref, adv, beta=0.1), want, atol=1e-6)
+
+
+def test_aggregate_rejects_what_it_cannot_average():
+    x, m = torch.ones(2, 3), torch.ones(2, 3)
+    with pytest.raises(ValueError, match="max_len"):
+        aggregate(x, m, "dr_grpo")
+    with pytest.raises(ValueError, match="loss_type must be one of"):
+        aggregate(x, m, "sum")
 
 
 def test_policy_loss_asymmetric_clip():
     # eps_high 0.5: (0,0) now clips at 1.5 -> dapo (-1.5 - 1 + 1) / 3 = -0.5
     logp, old, ref, adv, mask = batch()
-    loss, _ = policy_loss(logp, old, ref, adv, mask, eps_low=0.2, eps_high=0.5, loss_type="dapo")
+    loss = policy_loss(logp, old, ref, adv, mask, eps_low=0.2, eps_high=0.5, loss_type="dapo")
     assert loss.item() == pytest.approx(-0.5, abs=1e-6)
 
 
@@ -138,16 +169,16 @@ def test_policy_loss_negative_advantage_clip():
     # A=-1, ratio 0.5 < 1 - eps_low: -min(-0.5, -0.8) = 0.8 (the clip binds); ratio 2: -min(-2, -1.2) = 2
     logp = torch.log(torch.tensor([[0.2, 0.8]]))
     old = torch.log(torch.tensor([[0.4, 0.4]]))
-    loss, _ = policy_loss(logp, old, old, torch.tensor([-1.0]), torch.ones(1, 2), loss_type="dapo")
+    loss = policy_loss(logp, old, old, torch.tensor([-1.0]), torch.ones(1, 2), loss_type="dapo")
     assert loss.item() == pytest.approx((0.8 + 2.0) / 2, abs=1e-6)
 
 
 def test_policy_loss_ignores_masked_tokens():
     logp, old, ref, adv, mask = batch()
-    base, _ = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="dapo")
+    base = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="dapo")
     logp2, old2, ref2 = logp.clone(), old.clone(), ref.clone()
     logp2[1, 1], old2[1, 1], ref2[1, 1] = -30.0, 0.0, 5.0   # garbage where the mask is 0
-    other, _ = policy_loss(logp2, old2, ref2, adv, mask, beta=0.1, loss_type="dapo")
+    other = policy_loss(logp2, old2, ref2, adv, mask, beta=0.1, loss_type="dapo")
     assert other.item() == pytest.approx(base.item(), abs=1e-6)
 
 
@@ -167,12 +198,12 @@ def test_policy_loss_gradient_direction():
     (1,1): masked: 0"""
     logp, old, ref, adv, mask = batch()
     logp = logp.clone().requires_grad_(True)
-    loss, _ = policy_loss(logp, old, ref, adv, mask, loss_type="grpo")
+    loss = policy_loss(logp, old, ref, adv, mask, loss_type="grpo")
     loss.backward()
     assert torch.allclose(logp.grad, torch.tensor([[0.0, -0.25], [0.5, 0.0]]), atol=1e-6)
     # with beta = 0.1 the k3 term adds beta * (1 - exp(ref - logp)) / 4 at (0,1): 0.1 * (1 - 0.5) / 4 = 0.0125
     logp.grad = None
-    loss, _ = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="grpo")
+    loss = policy_loss(logp, old, ref, adv, mask, beta=0.1, loss_type="grpo")
     loss.backward()
     assert torch.allclose(logp.grad, torch.tensor([[0.0, -0.2375], [0.5, 0.0]]), atol=1e-6)
 
@@ -186,7 +217,7 @@ def test_positive_advantage_increases_logp():
     mask = torch.ones(4, 5)
     for lt in ("grpo", "dapo", "dr_grpo"):
         logp.grad = None
-        loss, _ = policy_loss(logp, logp.detach(), logp.detach(), adv, mask, loss_type=lt, max_len=5)
+        loss = policy_loss(logp, logp.detach(), logp.detach(), adv, mask, loss_type=lt, max_len=5)
         loss.backward()
         assert (logp.grad[adv > 0] < 0).all() and (logp.grad[adv < 0] > 0).all(), lt
 
@@ -225,14 +256,24 @@ def test_config_validate_names_the_field(field, value):
         cfg.validate()
 
 
+@pytest.mark.parametrize("field, value", [("group_size", 1), ("loss_type", "ppo"), ("lr", 0), ("top_entropy_frac", 2)])
+def test_config_is_checked_when_built(field, value):
+    """A bad config fails where it is written, not minutes later inside training."""
+    from dataclasses import replace
+    with pytest.raises(ValueError, match=rf"GRPOConfig\.{field}="):
+        GRPOConfig(**{field: value})
+    with pytest.raises(ValueError, match=rf"GRPOConfig\.{field}="):
+        replace(GRPOConfig(), **{field: value})
+
+
 def test_config_batch_divisibility_message_suggests_a_value():
     with pytest.raises(ValueError, match="divisible by group_size=8"):
         GRPOConfig(batch_size=30, group_size=8).validate()
 
 
 # ---------------------------------------------------------------- the loop
-KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "group_reward_std", "distinct_answers", "entropy", "kl", "clip_frac",
-        "completion_len", "loss", "heldout_pass@1", "seconds"}
+KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "group_reward_std", "distinct_answers", "entropy",
+        "kl", "clip_frac", "completion_len", "loss", "heldout_pass@1", "seconds"}
 TINY = dict(steps=3, batch_size=16, group_size=4, eval_every=0)
 
 
@@ -247,7 +288,12 @@ def tiny_run(shipped, train):
     model, tok = shipped
     policy = copy.deepcopy(model)
     seen = []
-    hist = train_grpo(policy, tok, *train, strict_reward, GRPOConfig(**TINY), progress=False, callback=seen.append)
+
+    def callback(model, rec):
+        seen.append((model is policy, dict(rec)))
+        return {"from_callback": rec["step"] * 10}
+
+    hist = train_grpo(policy, tok, *train, strict_reward, GRPOConfig(**TINY), progress=False, callback=callback)
     return policy, hist, seen
 
 
@@ -255,7 +301,10 @@ def test_train_grpo_history(shipped, tiny_run):
     model, _ = shipped
     policy, hist, seen = tiny_run
     assert [r["step"] for r in hist] == [1, 2, 3]
-    assert seen == hist                              # the callback got every record
+    # the callback got the trained policy and every record, and what it returned is in the record
+    assert [(is_policy, rec["step"]) for is_policy, rec in seen] == [(True, 1), (True, 2), (True, 3)]
+    assert [r.pop("from_callback") for r in hist] == [10, 20, 30]
+    assert [rec for _, rec in seen] == hist
     for r in hist:
         assert set(r) == KEYS
         assert 0 <= r["reward_mean"] <= 1 and 0 <= r["reward_std"] <= 0.5
@@ -284,7 +333,7 @@ def test_train_grpo_same_seed_same_history(shipped, train, tiny_run):
 
 def test_train_grpo_plugins_and_eval(shipped, train):
     """A zero advantage_fn makes every gradient 0, so AdamW (no weight decay) leaves the weights as
-    they were; a loss_fn returning the loss alone is accepted; eval runs at eval_every and at the end."""
+    they were; a learner's loss_fn (the loss alone) plugs in; eval runs at eval_every and at the end."""
     model, tok = shipped
     policy = copy.deepcopy(model)
     calls = []
@@ -294,7 +343,7 @@ def test_train_grpo_plugins_and_eval(shipped, train):
         return torch.zeros(len(rewards))
 
     def loss_only(*args):
-        return policy_loss(*args)[0]
+        return policy_loss(*args)
 
     ev = load_split("test", n=8)
     hist = train_grpo(policy, tok, *train, strict_reward, GRPOConfig(steps=3, batch_size=8, group_size=4, eval_every=2,
@@ -307,7 +356,8 @@ def test_train_grpo_plugins_and_eval(shipped, train):
     # held-out pass@1 at step 2 (eval_every) and step 3 (the end), on 8 prompts: a multiple of 1/8
     assert hist[0]["heldout_pass@1"] is None
     for r in hist[1:]:
-        assert 0 <= r["heldout_pass@1"] <= 1 and (r["heldout_pass@1"] * 8) == pytest.approx(round(r["heldout_pass@1"] * 8))
+        p1 = r["heldout_pass@1"]
+        assert 0 <= p1 <= 1 and (p1 * 8) == pytest.approx(round(p1 * 8))
 
 
 def test_train_grpo_max_seconds_stops_early(shipped, train):
@@ -356,10 +406,10 @@ def test_progress_bar_redraws_at_most_about_once_a_second(shipped, train, monkey
 
     import tqdm.std
 
-    import utils.grpo
+    import utils.rl.loop
 
     buf = io.StringIO()
-    monkeypatch.setattr(utils.grpo, "tqdm", functools.partial(tqdm.std.tqdm, file=buf))
+    monkeypatch.setattr(utils.rl.loop, "tqdm", functools.partial(tqdm.std.tqdm, file=buf))
     model, tok = shipped
     t0 = time.time()
     train_grpo(copy.deepcopy(model), tok, *train, strict_reward,
@@ -388,44 +438,53 @@ def test_config_validate_remedy_fields(field, value):
 
 
 def _rollout(shipped, n_prompts=4, G=4):
-    from utils.policy import sample
+    from utils.models.policy import sample
     model, tok = shipped
     prompts = load_split("test", n=n_prompts)["prompt"]
     return sample(model, tok, prompts, k=G, generator=torch.Generator().manual_seed(0))
 
 
+def _update(model, ro, adv, cfg, loss_fn=policy_loss):
+    """One loop update with lr 0: the weights stay, the gradients are left on them to look at."""
+    policy = copy.deepcopy(model)
+    opt = torch.optim.SGD(policy.parameters(), lr=0.0)
+    return policy, update(policy, opt, ro, adv, ro.logprobs, cfg, loss_fn)
+
+
 def test_entropy_bonus_is_minus_coef_times_mean_entropy_and_has_a_gradient(shipped):
     """With zero advantages and no KL the surrogate is 0, so the loss is the bonus alone."""
-    from utils.metrics import masked_mean
+    from utils.rl.grpo import masked_mean
     model, _ = shipped
-    policy = copy.deepcopy(model)
     ro = _rollout(shipped)
     adv = torch.zeros(ro.completion_ids.shape[0])
-    cfg = GRPOConfig(entropy_coef=0.5)
-    loss, _, ent = grpo_step_loss(policy, ro, adv, ro.logprobs, ro.logprobs, cfg)
+    policy, (loss, _, ent) = _update(model, ro, adv, GRPOConfig(entropy_coef=0.5))
     assert loss.item() == pytest.approx(-0.5 * masked_mean(ent, ro.completion_mask).item(), rel=1e-5)
-    loss.backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in policy.parameters())
-    loss0, _, _ = grpo_step_loss(copy.deepcopy(model), ro, adv, ro.logprobs, ro.logprobs, GRPOConfig())
+    _, (loss0, _, _) = _update(model, ro, adv, GRPOConfig())
     assert loss0.item() == 0.0
 
 
-def test_top_entropy_frac_shrinks_the_mask_the_loss_sees(shipped):
+def test_top_entropy_frac_shrinks_the_mask_the_loss_and_its_stats_see(shipped):
+    """The loss sees only the top fifth of tokens by entropy, and the clip fraction is measured on
+    those same tokens, whoever's loss function ran."""
     model, _ = shipped
     ro = _rollout(shipped)
     seen = []
 
     def spy(logp, old_logp, ref_logp, adv, mask, *args):
-        seen.append(int(mask.sum()))
+        seen.append(mask.clone())
         return policy_loss(logp, old_logp, ref_logp, adv, mask, *args)
 
     adv = torch.ones(ro.completion_ids.shape[0])
+    old = ro.logprobs.clone()
+    old[ro.completion_mask.bool()] -= 1.0       # every ratio e > 1.2 with A > 0: every token the loss uses clips
+    ro2 = type(ro)(ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, old, ro.texts)
     for frac in (1.0, 0.2):
-        grpo_step_loss(copy.deepcopy(model), ro, adv, ro.logprobs, ro.logprobs,
-                       GRPOConfig(top_entropy_frac=frac), loss_fn=spy)
+        _, (_, stats, _) = _update(model, ro2, adv, GRPOConfig(top_entropy_frac=frac), loss_fn=spy)
+        assert stats["clip_frac"] == 1.0          # on the tokens the loss used (all of them clip)
     total = int(ro.completion_mask.sum())
-    assert seen[0] == total
-    assert 0.2 * total - 1 <= seen[1] <= 0.5 * total   # about a fifth (ties can keep a few more)
+    assert int(seen[0].sum()) == total
+    assert 0.2 * total - 1 <= int(seen[1].sum()) <= 0.5 * total   # about a fifth (ties can keep a few more)
 
 
 def test_train_grpo_eval_sets_and_distinct_answers(shipped, train):

@@ -1,10 +1,17 @@
-"""utils.health: expected zero-spread share, the health check, the entropy-reward fit."""
+"""utils.eval.health: expected zero-spread share, the health check, the entropy-reward fit."""
 import math
 
 import numpy as np
 import pytest
 
-from utils.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, expected_zero_spread, fit_entropy_reward, health_check
+from utils.eval.health import (
+    ENTROPY_RATIO,
+    KL_CEILING,
+    STD_FLOOR,
+    expected_zero_spread,
+    fit_entropy_reward,
+    health_check,
+)
 
 
 def test_expected_zero_spread_hand_values():
@@ -115,12 +122,13 @@ def test_health_check_names_the_failed_checks():
 
 def test_masked_token_entropy_hand_values():
     import torch
-    from utils.health import masked_token_entropy
+
+    from utils.eval.health import token_entropy
     # uniform over 4 tokens: ln 4; a peaked distribution: ~0; the third position is masked out
     logits = torch.tensor([[[0.0, 0, 0, 0], [100.0, 0, 0, 0], [0.0, 0, 0, 0]]])     # [1, 3, 4]
     mask = torch.tensor([[1, 1, 0]])
-    assert masked_token_entropy(logits, mask).item() == pytest.approx(math.log(4) / 2, abs=1e-6)
+    assert token_entropy(logits, mask).item() == pytest.approx(math.log(4) / 2, abs=1e-6)
     # p = (.75, .25) from logits (ln 3, 0): H = -(.75 ln .75 + .25 ln .25) = 0.562335
     two = torch.tensor([[[math.log(3), 0.0]]])
-    assert masked_token_entropy(two, torch.ones(1, 1)).item() == pytest.approx(0.562335, abs=1e-6)
-    assert masked_token_entropy(two, torch.zeros(1, 1)).item() == 0.0   # empty mask: 0, not nan
+    assert token_entropy(two, torch.ones(1, 1)).item() == pytest.approx(0.562335, abs=1e-6)
+    assert token_entropy(two, torch.zeros(1, 1)).item() == 0.0   # empty mask: 0, not nan

@@ -7,17 +7,49 @@ import nbformat
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "solutions", "*.ipynb")) + glob.glob(os.path.join(ROOT, "labs", "*.ipynb")))
-REFERENCE = os.path.join(ROOT, "solutions", "01_grpo_from_scratch.ipynb")
+SOLUTIONS = sorted(glob.glob(os.path.join(ROOT, "solutions", "*.ipynb")))  # the course's labs: solutions/ decides
+LAB_NAMES = [os.path.basename(p) for p in SOLUTIONS]
+NOTEBOOKS = SOLUTIONS + [os.path.join(ROOT, "labs", n) for n in LAB_NAMES]
+REFERENCE = SOLUTIONS[0]
 
 
 def read(path):
     return nbformat.read(path, as_version=4)
 
 
-def test_there_are_five_labs_and_their_solutions():
-    names = {os.path.basename(p) for p in NOTEBOOKS}
-    assert len(NOTEBOOKS) == 10 and len(names) == 5
+def test_labs_are_numbered_and_each_has_its_learner_copy_readme_row_and_guide_section():
+    """What CONTRIBUTING.md asks of a new lab, checked for every notebook in solutions/."""
+    assert LAB_NAMES and LAB_NAMES[0].startswith("01_")
+    assert sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "labs", "*.ipynb"))) == LAB_NAMES
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    guide = open(os.path.join(ROOT, "docs", "INSTRUCTOR_GUIDE.md"), encoding="utf-8").read()
+    for i, name in enumerate(LAB_NAMES, start=1):
+        assert re.fullmatch(rf"{i:02d}_[a-z0-9_]+\.ipynb", name), f"{name}: labs are numbered 01, 02, ... in order"
+        assert f"](labs/{name})" in readme, f"README.md's lab table has no row for labs/{name}"
+        assert f"## Lab {i:02d}:" in guide, f"docs/INSTRUCTOR_GUIDE.md has no '## Lab {i:02d}:' section"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=os.path.basename)
+def test_exercise_names_follow_the_rule(path):
+    """Learner my_<name>, check check_<name>, reference <name> in utils/ (CONTRIBUTING.md)."""
+    import importlib
+    import pkgutil
+
+    import utils
+    from utils.notebook import exercises
+
+    modules = [importlib.import_module(m.name) for m in pkgutil.walk_packages(utils.__path__, "utils.")]
+    code = [c.source for c in read(path).cells if c.cell_type == "code"]
+    calls = re.findall(r"\bcheck_(\w+)\((\w+)\)", "\n".join(code))
+    assert calls, "every lab has at least one exercise"
+    for name, arg in calls:
+        assert arg == f"my_{name}", f"check_{name} must be called on my_{name}, not {arg}"
+        assert any(re.search(rf"^def my_{name}\(", c, re.M) for c in code), f"no def my_{name} in the notebook"
+        assert hasattr(exercises, f"check_{name}"), f"utils.notebook.exercises has no check_{name}"
+        assert any(hasattr(m, name) for m in modules), f"no reference {name} anywhere in utils/"
+    for c in code:  # every function a learner writes is a my_ one
+        if "# BEGIN SOLUTION" in c:
+            assert all(n.startswith("my_") for n in re.findall(r"^def (\w+)\(", c, re.M)), c[:200]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
@@ -62,15 +94,16 @@ def test_title_badge_goals_time_and_summary(path):
     # every "What to notice" follows something that ran
     for i, c in enumerate(cells):
         if c.cell_type == "markdown" and c.source.startswith("**What to notice.**"):
-            assert cells[i - 1].cell_type == "code", f"cell {i} of {name}: 'What to notice' without an experiment before it"
+            assert cells[i - 1].cell_type == "code", \
+                f"cell {i} of {name}: 'What to notice' without an experiment before it"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_plots_have_titles_and_labelled_axes(path):
     """Every code cell that makes a matplotlib figure sets a title and both axis labels somewhere in it
-    (or calls utils.plots, which does)."""
+    (or calls utils.notebook.plots, which does)."""
     for i, c in enumerate(read(path).cells):
         src = c.source if c.cell_type == "code" else ""
-        if re.search(r"plt\.subplots|plt\.figure", src) and "utils.plots" not in src:
+        if re.search(r"plt\.subplots|plt\.figure", src) and "utils.notebook.plots" not in src:
             assert "set_title" in src or "suptitle" in src, f"cell {i}: a figure without a title"
             assert "set_xlabel" in src and "set_ylabel" in src, f"cell {i}: a figure without axis labels"

@@ -1,11 +1,11 @@
-"""utils.plots: one panel per metric, labelled axes, one line per run."""
+"""utils.notebook.plots: one panel per metric, labelled axes, one line per run."""
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from utils.plots import LABELS, plot_history  # noqa: E402
+from utils.notebook.plots import LABELS, plot_history  # noqa: E402
 
 
 def history(n, base=0.2):
@@ -56,7 +56,7 @@ def test_every_label_has_title_and_unit():
 
 
 def test_moving_average_by_hand():
-    from utils.plots import moving_average
+    from utils.notebook.plots import moving_average
     assert list(moving_average([1, 2, 3, 4], 2)) == [1.5, 2.5, 3.5]
     assert list(moving_average([1, 2], 5)) == [1, 2]           # shorter than the window: unchanged
     assert list(moving_average([1, 2, 3], 1)) == [1, 2, 3]

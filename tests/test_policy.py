@@ -1,4 +1,4 @@
-"""utils.policy: tokenizer, position ids, batched sampling, completion log-probs, loading."""
+"""utils.models.policy: tokenizer, position ids, batched sampling, completion log-probs, loading."""
 import math
 
 import pytest
@@ -6,8 +6,15 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import utils
-from utils.policy import (SHIPPED, char_tokenizer, completion_logprobs, encode_prompts, load_policy,
-                          position_ids_from_mask, sample)
+from utils.models.policy import (
+    SHIPPED,
+    char_tokenizer,
+    completion_logprobs,
+    encode_prompts,
+    load_policy,
+    position_ids_from_mask,
+    sample,
+)
 
 # prompts of different lengths, so left padding is exercised (4, 6 and 7 characters)
 PROMPTS = ["1+2=", "37+29=", "512-48="]
@@ -16,7 +23,8 @@ PROMPTS = ["1+2=", "37+29=", "512-48="]
 # ---------------------------------------------------------------- tokenizer
 def test_char_tokenizer_ids_by_hand():
     tok = char_tokenizer()
-    # vocab: <pad>=0 <eos>=1 <unk>=2, then "0123456789+-*= " from 3: '0'=3 ... '9'=12, '+'=13, '-'=14, '*'=15, '='=16, ' '=17
+    # vocab: <pad>=0 <eos>=1 <unk>=2, then "0123456789+-*= " from 3:
+    # '0'=3 ... '9'=12, '+'=13, '-'=14, '*'=15, '='=16, ' '=17
     assert (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2)
     assert len(tok) == 18
     assert tok("12+3=", add_special_tokens=False)["input_ids"] == [4, 5, 13, 6, 16]

@@ -1,4 +1,4 @@
-"""utils.sql_verifier: multiset judging, the labelled adversarial suite, the sandbox (the DB is
+"""utils.verifiers.sql: multiset judging, the labelled adversarial suite, the sandbox (the DB is
 never changed, attacks end in time), robustness, speed, and the database build's determinism."""
 import hashlib
 import os
@@ -9,9 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils.sql_verifier import (DB_PATH, MAX_SQL_CHARS, ORDERS, USERS, build_database,
-                                load_sql_suite, run_readonly, sql_compiles, sql_execution_reward,
-                                sql_syntax_reward)
+from utils.verifiers.sql import (
+    DB_PATH,
+    MAX_SQL_CHARS,
+    ORDERS,
+    USERS,
+    build_database,
+    load_sql_suite,
+    run_readonly,
+    sql_compiles,
+    sql_execution_reward,
+    sql_syntax_reward,
+)
 
 SUITE = load_sql_suite()
 FR = "SELECT name FROM users WHERE country = 'FR'"  # rows: Alice, Bruno, Alice, Chloé

@@ -1,10 +1,10 @@
-"""utils.task: prompt format, solver, seeded generator, the splits on disk."""
+"""utils.tasks.arithmetic: prompt format, solver, seeded generator, the splits on disk."""
 import json
 import random
 
 import pytest
 
-from utils import task
+from utils.tasks import arithmetic as task
 
 
 def test_format_prompt_hand_examples():
@@ -92,7 +92,8 @@ def test_shipped_files_equal_make_splits(splits):
     for name, rows in splits.items():
         with open(task.split_path(name)) as f:
             on_disk = [json.loads(line) for line in f if line.strip()]
-        assert on_disk == rows, f"data/arithmetic/{name}.jsonl differs from make_splits(); run python -m utils.task"
+        assert on_disk == rows, (f"data/arithmetic/{name}.jsonl differs from make_splits(); "
+                                 "run python -m utils.tasks.arithmetic")
 
 
 def test_ood_has_one_three_digit_operand(splits):
@@ -139,7 +140,7 @@ def test_load_split_unknown_name():
 
 
 def test_load_split_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="utils.task"):
+    with pytest.raises(FileNotFoundError, match="utils.tasks.arithmetic"):
         task.load_split("test", data_dir=str(tmp_path))
 
 

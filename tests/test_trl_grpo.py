@@ -1,14 +1,14 @@
-"""utils.trl_grpo: our GRPOConfig maps onto trl.GRPOConfig; a TRL run returns our history format.
+"""utils.rl.trl_trainer: our GRPOConfig maps onto trl.GRPOConfig; a TRL run returns our history format.
 
 The 2-step TRL run takes about a second on a 2-core CPU, so it is not marked slow."""
 import copy
 
 import pytest
 
-from utils.grpo import GRPOConfig
-from utils.task import load_split
-from utils.trl_grpo import to_trl_config, train_with_trl
-from utils.verifiers import strict_reward
+from utils.rl.grpo import GRPOConfig
+from utils.rl.trl_trainer import to_trl_config, train_with_trl
+from utils.tasks.arithmetic import load_split
+from utils.verifiers.arithmetic import strict_reward
 
 
 def test_to_trl_config_maps_fields(tmp_path):
@@ -25,7 +25,8 @@ def test_to_trl_config_maps_fields(tmp_path):
     assert t.num_iterations == 1 and t.weight_decay == 0.0
     assert t.use_cpu is True
     assert t.scale_rewards == "group"
-    assert to_trl_config(GRPOConfig(scale_std=False, batch_size=16, group_size=4), str(tmp_path)).scale_rewards == "none"
+    t_flat = to_trl_config(GRPOConfig(scale_std=False, batch_size=16, group_size=4), str(tmp_path))
+    assert t_flat.scale_rewards == "none"
     # TRL counts optimizer steps: two updates per batch for 3 steps -> 6
     t2 = to_trl_config(GRPOConfig(steps=3, updates_per_batch=2, batch_size=16, group_size=4), str(tmp_path))
     assert t2.max_steps == 6 and t2.num_iterations == 2

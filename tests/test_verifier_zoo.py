@@ -7,9 +7,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils.verifiers import (ZOO, any_number_match, careful_match, contains_match, digit_count_match,
-                             last_digit_match, last_number_match, load_arithmetic_suite, reward_from_match,
-                             strict_reward, verifier_report)
+from utils.verifiers.arithmetic import (
+    ZOO,
+    any_number_match,
+    careful_match,
+    contains_match,
+    digit_count_match,
+    last_digit_match,
+    last_number_match,
+    load_arithmetic_suite,
+    strict_reward,
+)
+from utils.verifiers.signature import reward_from_match, verifier_report
 
 MATCHES = [careful_match, last_number_match, contains_match, last_digit_match, digit_count_match,
            any_number_match]

@@ -1,4 +1,4 @@
-"""utils.verifiers: the strict verifier's rules, TRL's reward signature, robustness, speed."""
+"""utils.verifiers.arithmetic and .signature: the strict verifier's rules, TRL's reward signature, robustness, speed."""
 import statistics
 import time
 
@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils.verifiers import MAX_CHARS, completion_text, strict_match, strict_reward
+from utils.verifiers.arithmetic import MAX_CHARS, strict_match, strict_reward
+from utils.verifiers.signature import completion_text
 
 # (text, answer, expected): the rules table from strict_match's docstring
 RULES = [
@@ -94,6 +95,22 @@ def test_never_raises_and_scores_zero(bad):
     assert strict_reward([bad], ["66"]) == [0.0]
 
 
+def test_per_completion_spreads_columns_over_completions():
+    """The one adapter every verifier goes through (arithmetic, SQL, code)."""
+    from utils.verifiers.signature import Shared, per_completion
+    chat = [{"role": "assistant", "content": "7"}]
+    assert per_completion(["a", "b"], [1, 2]) == [("a", 1), ("b", 2)]            # a column: one value each
+    assert per_completion(["a", "b"], 5) == [("a", 5), ("b", 5)]                   # one value: shared
+    assert per_completion(["a", "b"], "x", [1]) == [("a", "x", 1), ("b", "x", None)]  # short column padded
+    assert per_completion(["a"], [1, 2, 3]) == [("a", 1)]                           # long column cut
+    assert per_completion(["a", "b"], Shared([1, 2])) == [("a", [1, 2]), ("b", [1, 2])]  # a list meant for all
+    assert per_completion("a", [1]) == [("a", 1)]                                   # one bare text
+    assert per_completion(chat, 3) == [("7", 3)]                                    # one bare chat completion
+    assert per_completion([chat, chat]) == [("7",), ("7",)]                         # TRL's conversational batch
+    assert per_completion([{"content": "7"}, 7]) == [(None,), (None,)]              # not completions: no text
+    assert per_completion(None, [1]) == [] and per_completion(7) == []              # not a list: no rows
+
+
 def test_non_ascii_digits_rejected_even_if_int_accepts_them():
     # int() accepts Arabic-Indic and fullwidth digits; the verifier must not
     assert int("٦٦") == 66 and int("６６") == 66
@@ -103,7 +120,7 @@ def test_non_ascii_digits_rejected_even_if_int_accepts_them():
 
 def test_unusual_arguments_do_not_raise():
     assert strict_reward(None, None) == []
-    assert strict_reward(["66"], None) == []
+    assert strict_reward(["66"], None) == [0.0]          # one score per completion, even without an answer
     assert strict_reward([], []) == []
 
 

@@ -1,9 +1,9 @@
-"""utils.widgets: parsing a typed problem, the answer table, the live-demo widget."""
+"""utils.notebook.widgets: parsing a typed problem, the answer table, the live-demo widget."""
 import ipywidgets as w
 import pytest
 
-from utils.verifiers import strict_match
-from utils.widgets import answer_table, compare_models, parse_problem
+from utils.notebook.widgets import answer_table, compare_models, parse_problem
+from utils.verifiers.arithmetic import strict_match
 
 
 @pytest.mark.parametrize("text, want", [
@@ -68,8 +68,8 @@ def test_compare_models_widget(shipped):
 
 
 def test_verifier_playground_widget():
-    from utils.verifiers import ZOO
-    from utils.widgets import verifier_playground
+    from utils.notebook.widgets import verifier_playground
+    from utils.verifiers.arithmetic import ZOO
 
     box = verifier_playground({n: fn for n, (fn, _) in ZOO.items()}, default_problem="37+29", default_output="56")
     prob, text = box.children[0].children
@@ -87,7 +87,7 @@ def test_verifier_playground_widget():
 def test_pass_at_k_explorer_widget():
     import numpy as np
 
-    from utils.widgets import pass_at_k_explorer
+    from utils.notebook.widgets import pass_at_k_explorer
 
     counts = {("base", "test"): np.array([0, 4, 8]), ("GRPO", "test"): np.array([1, 8, 8]),
               ("base", "ood"): np.array([0, 0, 1]), ("GRPO", "ood"): np.array([0, 1, 1])}
@@ -103,7 +103,7 @@ def test_pass_at_k_explorer_widget():
 def test_answer_distribution_explorer_widget():
     from collections import Counter
 
-    from utils.widgets import answer_distribution_explorer
+    from utils.notebook.widgets import answer_distribution_explorer
 
     snaps = {"healthy": {0: [Counter({"66": 3, "65": 1}), Counter({"10": 4})],
                          20: [Counter({"66": 4}), Counter({"10": 2, "": 2})]},

@@ -46,8 +46,9 @@ def stub_source(src):
                 j += 1
             if j == len(lines):
                 raise ValueError("'# BEGIN SOLUTION' without '# END SOLUTION'")
-            n = sum(1 for l in lines[i + 1 : j] if l.strip() and not l.strip().startswith("#"))
-            out += [f"{indent}# YOUR CODE HERE (about {n} line{'s' if n != 1 else ''})", f"{indent}raise NotImplementedError"]
+            n = sum(1 for body in lines[i + 1 : j] if body.strip() and not body.strip().startswith("#"))
+            out += [f"{indent}# YOUR CODE HERE (about {n} line{'s' if n != 1 else ''})",
+                    f"{indent}raise NotImplementedError"]
             i = j + 1
             continue
         if line.strip() == END:

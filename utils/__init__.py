@@ -1,4 +1,19 @@
-"""RLVR Labs: the small library the notebooks import. One concept per module."""
+"""RLVR Labs: the small library the notebooks import. Where things live:
+
+    tasks/       the problems a policy learns: generators, prompt format, splits   (arithmetic.py)
+    models/      loading a policy, batched sampling, completion log-probs; the base-model build script
+    verifiers/   reward functions in TRL's signature: the shared adapter (signature.py), arithmetic,
+                 SQL and code verifiers, and the spurious rewards of the random-reward control
+    rl/          the RL algorithm: GRPO's maths and config (grpo.py), our training loop (loop.py),
+                 the same run through TRL (trl_trainer.py)
+    eval/        measuring a policy: sampling-based metrics and pass@k (metrics.py), training health
+                 (health.py), the random-reward control (control.py)
+    notebook/    what only the notebooks need: exercise checks, plots, widgets
+    setup.py     the one call every notebook's setup cell makes
+
+A new lab's helpers go where their concept lives (a task in tasks/, a reward in verifiers/, an
+algorithm piece in rl/, a measurement in eval/); see CONTRIBUTING.md.
+"""
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

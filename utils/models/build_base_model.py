@@ -1,6 +1,6 @@
 """Build the shipped base model: a small GPT-2 pre-trained on arithmetic text, stopped early.
 
-    python -m utils.build_base_model           # ~2-4 minutes on a 2-core CPU
+    python -m utils.models.build_base_model           # ~2-4 minutes on a 2-core CPU
 
 It trains on "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit
 problems, never OOD-split ones), and checks sampled pass@1 (temperature 1) on the *valid*
@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from . import BASE_MODEL_DIR
-from .metrics import evaluate
-from .policy import char_tokenizer
-from .task import load_split, pretrain_problem
+from utils import BASE_MODEL_DIR
+from utils.eval.metrics import evaluate
+from utils.models.policy import char_tokenizer
+from utils.tasks.arithmetic import load_split, pretrain_problem
 
 CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,

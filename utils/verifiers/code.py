@@ -28,7 +28,7 @@ import tempfile
 import time
 
 from utils import DATA_DIR
-from utils.verifiers import completion_text
+from utils.verifiers.signature import Shared, per_completion
 
 SUITE_PATH = os.path.join(DATA_DIR, "code", "adversarial.jsonl")
 MAX_CODE_CHARS = 20_000     # longer candidates are rejected unread
@@ -257,16 +257,6 @@ def _tests(t):
         return None
 
 
-def _per_completion(completions, tests, func_name):
-    """(code, tests, func_name) per completion; tests (and func_name) shared, or a column of them."""
-    if isinstance(completions, str) or (completions and isinstance(completions[0], dict)):
-        completions = [completions]  # one completion passed bare
-    n, shared = len(completions), _tests(tests)
-    col = [shared] * n if shared else [_tests(t) for t in list(tests)[:n]] + [None] * n
-    names = list(func_name) + [None] * n if isinstance(func_name, (list, tuple)) else [func_name] * n
-    return [(extract_code(completion_text(c)), t, f) for c, t, f in zip(completions, col, names)]
-
-
 def _canon(x):
     return json.dumps(x, sort_keys=True)
 
@@ -287,7 +277,9 @@ def _naive(code, tests, func_name, timeout_s):
 def _rewards(match, completions, tests, func_name, timeout_s):
     try:
         out = []
-        for code, t, name in _per_completion(completions, tests, func_name):
+        shared = _tests(tests)
+        for text, t, name in per_completion(completions, Shared(shared) if shared else tests, func_name):
+            code, t = extract_code(text), t if shared else _tests(t)
             ok = code is not None and t is not None and isinstance(name, str) and name.isidentifier()
             out.append(match(code, t, name, timeout_s) if ok else 0.0)
         return out

@@ -11,7 +11,7 @@ in TRL's reward signature, judge the candidate query:
 
 Candidates are untrusted text. run_readonly opens the file read-only, lets SQLite's authorizer
 allow reads only, stops a query by wall clock, and caps text, rows and result size. A verifier
-never raises: anything it cannot judge scores 0.0. `python -m utils.sql_verifier` rebuilds the DB.
+never raises: anything it cannot judge scores 0.0. `python -m utils.verifiers.sql` rebuilds the DB.
 """
 import functools
 import json
@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from utils import DATA_DIR
-from utils.verifiers import completion_text
+from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
 SUITE_PATH = os.path.join(DATA_DIR, "sql", "adversarial.jsonl")
@@ -203,28 +203,16 @@ def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
     return 1.0 if rows is not None and Counter(rows) == want else 0.0
 
 
-def _as_list(completions):
-    """TRL passes a list; one bare str is judged as one completion; anything else as none."""
-    if isinstance(completions, str):
-        return [completions]
-    try:
-        return list(completions)
-    except TypeError:
-        return []
-
-
 def sql_syntax_reward(completions, **kwargs):
     """Weak verifier in TRL's signature: sql_compiles per completion (the answer is ignored)."""
-    return [sql_compiles(completion_text(c)) for c in _as_list(completions)]
+    return [sql_compiles(text) for (text,) in per_completion(completions)]
 
 
 def sql_execution_reward(completions, reference_sql, db_path=DB_PATH, timeout_s=2.0, **kwargs):
     """Strong verifier in TRL's signature: sql_execution_match per completion. `reference_sql`
     is one query for all, or TRL's column (a list as long as completions; missing ones score 0)."""
-    comps = _as_list(completions)
-    refs = [reference_sql] * len(comps) if isinstance(reference_sql, str) else _as_list(reference_sql)
-    refs = (refs + [None] * len(comps))[: len(comps)]
-    return [sql_execution_match(completion_text(c), r, db_path, timeout_s) for c, r in zip(comps, refs)]
+    return [sql_execution_match(text, ref, db_path, timeout_s)
+            for text, ref in per_completion(completions, reference_sql)]
 
 
 def load_sql_suite(path=SUITE_PATH):

@@ -8,29 +8,11 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from .grpo import train_grpo
-from .metrics import evaluate, policy_report
-from .verifiers import strict_reward
+from utils.eval.metrics import evaluate, policy_report
+from utils.rl.loop import train_grpo
+from utils.verifiers.arithmetic import strict_reward
 
 THRESHOLD = 0.05  # a random-reward gain above 5 points of held-out accuracy flags the result
-
-
-def random_reward(p, seed=0):
-    """A reward that is 1.0 with probability p, independent of the completion (TRL signature).
-    Seeded: the same seed gives the same sequence of rewards."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
-    rng = np.random.default_rng(seed)
-
-    def reward(completions, answer=None, **kwargs):
-        return (rng.random(len(completions)) < p).astype(float).tolist()
-    reward.__name__ = f"random_reward(p={p:.3f})"
-    return reward
-
-
-def wrong_answer_reward(completions, answer, **kwargs):
-    """Spurious: pays 1.0 for every answer the strict verifier rejects (arXiv 2506.10947's 'incorrect' reward)."""
-    return [1.0 - r for r in strict_reward(completions, answer)]
 
 
 def hit_rate(model, tokenizer, prompts, answers, reward_fn=strict_reward, k=8, seed=0, max_new_tokens=8):

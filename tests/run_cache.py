@@ -1,23 +1,34 @@
-"""An opt-in on-disk cache of deterministic runs, so the test suite computes each run once.
+"""The test suite's run cache: each deterministic training run is computed once per test session.
 
-Off unless the environment variable RLVR_LABS_CACHE names a folder. The test suite turns it on, with
-a fresh folder per session (conftest.py), so that a lab (run in the browser test) and its solution (run
-down the Colab branch) train each model once; a learner never needs it. With it on, a training run
-whose inputs match one already computed is loaded instead of recomputed: the same numbers, because the
-runs are seeded and deterministic on one machine. The key is a SHA-256 over everything that decides the result:
+Test machinery, not course code: nothing in utils/ knows about it. It wraps utils.rl.loop.train_grpo
+and utils.rl.trl_trainer.train_with_trl from outside, in the notebook kernels the suite starts: the
+suite's conftest.py writes an IPython startup file (kernel_startup_dir) and points IPYTHONDIR at it,
+so every kernel started from the session, in nbval, in JupyterLab or in the Colab stand-in, runs
+install(), which wraps the two trainers the moment utils.rl.loop / utils.rl.trl_trainer is imported.
+Then a lab (run in the browser test) and its solution (run down the Colab branch) train each model
+once. Off unless the environment variable RLVR_LABS_CACHE names a folder (the suite sets one per
+session; RLVR_LABS_CACHE=off computes every run every time).
 
-- the model's weights and config, the tokenizer's vocabulary, the data, the config dataclass;
+A run whose inputs match one already computed is loaded instead of recomputed: the same numbers,
+because the runs are seeded and deterministic on one machine. The key is a SHA-256 over everything
+that decides the result:
+
+- the model's weights and config (and the reference model's), the tokenizer's vocabulary, the data,
+  the config dataclass, the held-out sets and extra rewards, the callback;
 - functions by their code (bytecode, constants, defaults, closure values, the notebook globals
   they read); pure functions handed over as `Probe(fn, inputs)` by their outputs on fixed inputs,
   so a learner's function that gives bit-identical outputs to the reference shares its runs;
 - random generators (a random reward's stream) by their state; a hit also sets them to the state
   the computed call left them in;
-- the source of every file in utils/ and the versions of torch, numpy, transformers and trl (any
-  change to the library or to them starts a fresh key).
+- the global random states of Python and NumPy, which a reward function may read (torch's global
+  state is not an input: both trainers seed it from the config);
+- the source of every file of the utils package that ran and the versions of torch, numpy,
+  transformers and trl (any change to the library or to them starts a fresh key).
 
 A hit restores every side effect the call had: the trained weights (loaded into the model passed
-in) and the global random-number states after the call. Anything the key cannot fingerprint
-(an open file, a time limit) makes the call run uncached, never wrongly cached.
+in), the history (a callback's returned values are part of it; the callback is not called again)
+and the global random-number states after the call. Nothing is kept per step. Anything the key
+cannot fingerprint (an open file, a time limit) makes the call run uncached, never wrongly cached.
 """
 import hashlib
 import io
@@ -32,7 +43,6 @@ import numpy as np
 import torch
 
 ENV = "RLVR_LABS_CACHE"
-_UTILS = Path(__file__).resolve().parent
 
 
 class Uncacheable(Exception):
@@ -53,12 +63,15 @@ def folder():
 
 
 def _library_source():
-    """utils/*.py and the versions of the libraries a run goes through."""
+    """The utils package's files (the copy this process imported) and the versions of the libraries a
+    run goes through."""
+    import sys
     from importlib import metadata
 
     h = hashlib.sha256()
-    for p in sorted(_UTILS.glob("*.py")):
-        h.update(p.name.encode() + p.read_bytes())
+    utils = Path(sys.modules["utils"].__file__).resolve().parent
+    for p in sorted(utils.rglob("*.py")):
+        h.update(str(p.relative_to(utils)).encode() + p.read_bytes())
     for name in ("torch", "numpy", "transformers", "trl"):
         try:
             h.update(f"{name}={metadata.version(name)};".encode())
@@ -187,6 +200,7 @@ def key(kind, *parts):
         return None
     h, seen = hashlib.sha256(kind.encode() + _library_source()), _Seen()
     try:
+        _update(h, (random.getstate(), np.random.get_state()), seen)
         _update(h, parts, seen)
     except Uncacheable:
         return None
@@ -232,3 +246,134 @@ def save(k, value):
     tmp = d / f"{k}.{os.getpid()}.tmp"
     tmp.write_bytes(buf.getvalue())
     tmp.replace(d / f"{k}.pt")  # atomic: a reader never sees half a file
+
+
+# ------------------------------------------------------------------------- wrapping the trainers
+
+def _probes(advantage_fn, loss_fn, cfg):
+    """advantage_fn and loss_fn keyed by what they compute on fixed inputs (values and, for the loss,
+    its gradient), so a learner's function equal to the reference bit for bit shares its runs."""
+    g = torch.Generator().manual_seed(0)
+    G = cfg.group_size
+    rewards = (torch.rand(4 * G, generator=g) > 0.5).float()
+    rewards[:G] = 1.0                                                   # one group with zero spread
+    adv = Probe(advantage_fn, [(rewards, G, cfg.scale_std, cfg.baseline)])
+    N, T = 4 * G, 6
+    logp = -torch.rand(N, T, generator=g) * 3
+    old = logp + 0.3 * torch.randn(N, T, generator=g)
+    ref = logp + 0.3 * torch.randn(N, T, generator=g)
+    mask = (torch.rand(N, T, generator=g) > 0.2).float()
+
+    def loss_and_grad(a):
+        x = logp.clone().requires_grad_(True)
+        with torch.enable_grad():
+            loss = loss_fn(x, old, ref, a, mask, cfg.eps_low, cfg.eps_high, cfg.beta, cfg.loss_type,
+                           cfg.max_new_tokens)
+            loss.backward()
+        return loss.detach(), x.grad
+
+    return adv, Probe(loss_and_grad, [(torch.randn(N, generator=g),)])
+
+
+def _weights(model):
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _cached(fn, kind, parts, label, with_trainer):
+    """fn, a trainer, with the run cache around it: same signature and result. parts(arguments) lists
+    what decides the run; with_trainer: fn returns (history, trainer), and a hit returns (history, None)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        a = sig.bind(*args, **kwargs)
+        a.apply_defaults()
+        cfg, policy = a.arguments["cfg"], a.arguments["policy"]
+        k = None if cfg.max_seconds else key(kind, *parts(a.arguments))
+        hit = load(k)
+        if hit is not None:
+            policy.load_state_dict(hit["state"])
+            policy.eval()
+            print(f"({label}, {cfg.steps} steps: the same run was computed earlier in this test session; "
+                  f"loaded from the run cache, {ENV})")
+            return (hit["history"], None) if with_trainer else hit["history"]
+        out = fn(*args, **kwargs)
+        save(k, {"state": _weights(policy), "history": out[0] if with_trainer else out})
+        return out
+    return wrapper
+
+
+def cached_train_grpo(train_grpo):
+    """utils.rl.loop.train_grpo with the run cache around it."""
+    return _cached(train_grpo, "train_grpo", lambda a: (
+        a["policy"], a["ref"], a["tokenizer"], a["prompts"], a["answers"], a["reward_fn"], a["cfg"], a["eval_prompts"],
+        a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"],
+        *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"])), "GRPO", with_trainer=False)
+
+
+def cached_train_with_trl(train_with_trl):
+    """utils.rl.trl_trainer.train_with_trl with the run cache around it; a hit returns (history, None)."""
+    def parts(a):
+        import trl
+        return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
+                a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"])
+    return _cached(train_with_trl, "train_with_trl", parts, "TRL GRPO", with_trainer=True)
+
+
+WRAPS = {"utils.rl.loop": ("train_grpo", cached_train_grpo),
+         "utils.rl.trl_trainer": ("train_with_trl", cached_train_with_trl)}
+
+
+class _WrapOnImport:
+    """A meta-path finder that lets the normal import run, then wraps the trainer in the new module."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in WRAPS:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run, (attr, wrap) = spec.loader.exec_module, WRAPS[name]
+
+        def exec_module(module):
+            run(module)
+            setattr(module, attr, wrap(getattr(module, attr)))
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install():
+    """Wrap the trainers in this process (a notebook kernel): now if already imported, else on import."""
+    import sys
+
+    for name, (attr, wrap) in WRAPS.items():
+        if name in sys.modules:
+            fn = getattr(sys.modules[name], attr)
+            if not getattr(fn, "__wrapped__", None):
+                setattr(sys.modules[name], attr, wrap(fn))
+    if not any(isinstance(f, _WrapOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _WrapOnImport())
+
+
+STARTUP = """# written by the RLVR Labs test suite (tests/run_cache.py): wrap the trainers with the run cache
+import importlib.util as _u
+_s = _u.spec_from_file_location("rlvr_labs_run_cache", {path!r})
+_m = _u.module_from_spec(_s)
+_s.loader.exec_module(_m)
+_m.install()
+del _u, _s, _m
+"""
+
+
+def kernel_startup_dir(folder):
+    """Make `folder` an IPython directory whose default profile installs the run cache in every kernel
+    started with IPYTHONDIR=folder. Returns folder."""
+    startup = Path(folder) / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-rlvr-labs-run-cache.py").write_text(STARTUP.format(path=str(Path(__file__).resolve())))
+    return str(folder)

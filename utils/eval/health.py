@@ -17,7 +17,7 @@ relative to the run itself where the scale depends on the task):
 import numpy as np
 import torch.nn.functional as F
 
-from .metrics import masked_mean
+from utils.rl.grpo import masked_mean
 
 STD_FLOOR = 0.1
 ENTROPY_RATIO = 0.5  # flag when the last steps' mean entropy is under half the first steps' mean
@@ -25,7 +25,7 @@ KL_CEILING = 10.0
 REQUIRED = ("group_reward_std", "entropy", "kl")
 
 
-def masked_token_entropy(logits, mask):
+def token_entropy(logits, mask):
     """Mean entropy (nats) of the next-token distributions at the positions where mask is 1.
     logits [N, T, V], mask [N, T] -> scalar tensor. H = -sum_v p_v log p_v per position."""
     logp = F.log_softmax(logits.float(), -1)                   # [N, T, V]

@@ -3,7 +3,7 @@
 A problem is "a+b=" or "a-b="; the completion the model should write is the answer
 followed by end-of-sequence, e.g. prompt "37+29=" -> completion "66".
 
-Splits (written by `python -m utils.task`, loadable with `datasets`):
+Splits (written by `python -m utils.tasks.arithmetic`, loadable with `datasets`):
   train  two-operand problems with operands 0..99; the only split anything trains on
   valid  same distribution, disjoint; used only to decide when base-model pre-training stops
   test   same distribution, disjoint from train and valid: held-out accuracy
@@ -15,7 +15,7 @@ import json
 import os
 import random
 
-from . import DATA_DIR
+from utils import DATA_DIR
 
 OPS = "+-"
 SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 500, "ood": 500}
@@ -112,7 +112,7 @@ def load_split(name, n=None, data_dir=DATA_DIR):
         raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
     path = split_path(name, data_dir)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing; run `python -m utils.task` to write the splits")
+        raise FileNotFoundError(f"{path} is missing; run `python -m utils.tasks.arithmetic` to write the splits")
     ds = datasets.load_dataset("json", data_files=path, split="train")
     return ds if n is None else ds.select(range(min(n, len(ds))))
 

@@ -1,30 +1,16 @@
-"""Verifiers: programs that score a completion. The reward function signature is TRL's:
-
-    reward_fn(completions, answer, **kwargs) -> list[float]
-
-`completions` is a list of strings (or, in TRL's conversational format, lists of
-{"role", "content"} messages, whose last content is used); `answer` is the dataset
-column of the same length. Extra dataset columns arrive as keyword arguments and are
-ignored. A verifier never raises: anything it cannot judge scores 0.0.
+"""Arithmetic verifiers: the strict one the labs train with, and the zoo of Lab 02, from strong to
+weak. Each is a per-text `*_match(text, answer) -> 0.0/1.0`, wrapped by reward_from_match into the
+shared signature (signature.py): reward(completions, answer, **columns) -> list of 0.0/1.0.
 """
+import json
 import os
 import re
 
-import numpy as np
+from utils import DATA_DIR
+from utils.verifiers.signature import reward_from_match
 
 MAX_CHARS = 64  # longer completions are rejected unread: no arithmetic answer here is that long
 _STRICT = re.compile(r"-?(0|[1-9][0-9]*)")
-
-
-def completion_text(c):
-    """The text of one completion: a str as is, TRL's message list -> last message's content,
-    anything else -> None."""
-    if isinstance(c, str):
-        return c
-    if isinstance(c, (list, tuple)) and c and isinstance(c[-1], dict):
-        content = c[-1].get("content")
-        return content if isinstance(content, str) else None
-    return None
 
 
 def strict_match(text, answer):
@@ -49,26 +35,9 @@ def strict_match(text, answer):
     return 1.0 if int(s) == target else 0.0
 
 
-def strict_reward(completions, answer, **kwargs):
-    """Strict verifier in TRL's reward-function signature: list of 0.0/1.0, one per completion."""
-    if isinstance(completions, str):  # one completion passed bare: judge it as one
-        completions = [completions]
-    if isinstance(answer, (str, int)):
-        answer = [answer] * len(completions) if isinstance(completions, (list, tuple)) else [answer]
-    try:
-        answers = list(answer)
-        comps = list(completions)
-    except TypeError:
-        return []
-    if len(answers) != len(comps):
-        answers = (answers + [None] * len(comps))[: len(comps)]
-    return [strict_match(completion_text(c), a) for c, a in zip(comps, answers)]
-
-
 # ---------------------------------------------------------------------------------------------
 # The verifier zoo (Lab 02): the same signature, weaker and weaker judges of the same answer.
-# Each is a per-text `*_match(text, answer) -> 0.0/1.0` wrapped by `reward_from_match` into
-# TRL's signature. None of them raises.
+# None of them raises.
 
 READ_LIMIT = 4096  # the lenient verifiers read longer texts than strict_match, but not unboundedly
 _NUMBER = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|-?[0-9]+")  # "1,073" or "1073" or "-5"
@@ -144,24 +113,7 @@ def careful_match(text, answer):
     return strict_match(s, answer)
 
 
-def reward_from_match(match):
-    """Wrap a per-text match(text, answer) into TRL's reward signature, as strict_reward is."""
-    def reward(completions, answer, **kwargs):
-        if isinstance(completions, str):
-            completions = [completions]
-        if isinstance(answer, (str, int)):
-            answer = [answer] * len(completions) if isinstance(completions, (list, tuple)) else [answer]
-        try:
-            answers, comps = list(answer), list(completions)
-        except TypeError:
-            return []
-        answers = (answers + [None] * len(comps))[: len(comps)]
-        return [match(completion_text(c), a) for c, a in zip(comps, answers)]
-    reward.__name__ = match.__name__.replace("_match", "_reward")
-    reward.__doc__ = f"{match.__doc__}\n(TRL reward signature: completions, answer, **kw -> list of 0.0/1.0)"
-    return reward
-
-
+strict_reward = reward_from_match(strict_match)
 careful_reward = reward_from_match(careful_match)
 last_number_reward = reward_from_match(last_number_match)
 contains_reward = reward_from_match(contains_match)
@@ -185,8 +137,6 @@ def load_arithmetic_suite(path=None):
     """The adversarial suite for the arithmetic verifiers (data/verifiers/arithmetic_adversarial.jsonl):
     a list of dicts with id, kind, prompt, answer, output, label (1.0 = a right answer that must
     pass, 0.0 = must fail), note. A case with "repeat": n has output repeated n times (huge cases)."""
-    import json
-    from . import DATA_DIR
     path = path or os.path.join(DATA_DIR, "verifiers", "arithmetic_adversarial.jsonl")
     cases = []
     with open(path, encoding="utf-8") as f:
@@ -196,31 +146,3 @@ def load_arithmetic_suite(path=None):
                 c["output"] = c["output"] * int(c.pop("repeat"))
             cases.append(c)
     return cases
-
-
-def verifier_report(reward_fn, cases, output_key="output"):
-    """Judge every case with `reward_fn` (the shared signature: the case's output as the completion,
-    every other field, e.g. `answer`, as a keyword argument, the way TRL passes dataset columns).
-    Returns a dict:
-    coverage  share of cases judged as labelled
-    fpr       false-positive rate: share of must-fail cases (label 0) that got reward 1
-    fnr       false-negative rate: share of must-pass cases (label 1) that got reward 0
-    n         number of cases;  misses  ids of the cases judged wrong
-    by_kind   {kind: coverage on that kind's cases}
-    """
-    if not cases:
-        raise ValueError("verifier_report needs at least one case")
-    got = []
-    for c in cases:  # one call per case: a verifier must judge each output on its own
-        kw = {k: [v] for k, v in c.items() if k not in (output_key, "label")}
-        r = reward_fn([c[output_key]], **kw)
-        got.append(float(r[0]) if r else 0.0)
-    got, labels = np.asarray(got), np.asarray([float(c["label"]) for c in cases])
-    pos, neg = labels == 1.0, labels == 0.0
-    wrong = (got >= 0.5) != pos
-    return {"coverage": float(1 - wrong.mean()),
-            "fpr": float((got[neg] >= 0.5).mean()) if neg.any() else 0.0,
-            "fnr": float((got[pos] < 0.5).mean()) if pos.any() else 0.0,
-            "n": len(cases), "misses": [c["id"] for c, w in zip(cases, wrong) if w],
-            "by_kind": {k: float(1 - np.mean([w for c, w in zip(cases, wrong) if c.get("kind") == k]))
-                        for k in dict.fromkeys(c.get("kind") for c in cases)}}

@@ -2,11 +2,9 @@
 import re
 from collections import Counter
 
-import torch
-
-from .policy import sample
-from .task import solve
-from .verifiers import strict_match
+from utils.eval.metrics import sample_in_batches
+from utils.tasks.arithmetic import solve
+from utils.verifiers.arithmetic import strict_match
 
 _PROBLEM = re.compile(r"^\s*(\d{1,3})\s*([+\-])\s*(\d{1,3})\s*=?\s*$")
 
@@ -15,21 +13,21 @@ def parse_problem(text):
     """'37 + 29' or '37+29=' -> (prompt '37+29=', answer '66'); anything else -> ValueError."""
     m = _PROBLEM.match(text or "")
     if not m:
-        raise ValueError("type a problem like 37+29 or 512-48 (operands up to 3 digits, + or -: the task has no other operators)")
+        raise ValueError("type a problem like 37+29 or 512-48 "
+                         "(operands up to 3 digits, + or -: the task has no other operators)")
     a, op, b = int(m[1]), m[2], int(m[3])
     return f"{a}{op}{b}=", str(solve(a, op, b))
 
 
 def answer_table(models, tokenizer, text, k=8, temperature=1.0, seed=0):
-    """For each named model, k sampled answers to the problem and how many are right.
-    Returns {name: (answers list, n_correct, most common answer)}."""
+    """For each named model, k sampled answers to the problem `text` (e.g. "37+29") and how many are right.
+    Returns (prompt, answer, {name: (answers list, n_correct, most common answer)})."""
     prompt, answer = parse_problem(text)
     out = {}
     for name, model in models.items():
-        g = torch.Generator().manual_seed(seed)
-        texts = sample(model, tokenizer, [prompt], k=k, temperature=temperature, generator=g).texts
-        n_ok = sum(strict_match(t, answer) for t in texts)
-        out[name] = (texts, int(n_ok), Counter(texts).most_common(1)[0][0])
+        _, ro = next(sample_in_batches(model, tokenizer, [prompt], k=k, temperature=temperature, seed=seed))
+        n_ok = sum(strict_match(t, answer) for t in ro.texts)
+        out[name] = (ro.texts, int(n_ok), Counter(ro.texts).most_common(1)[0][0])
     return prompt, answer, out
 
 
@@ -58,7 +56,8 @@ def compare_models(models, tokenizer, default="37+29", k=8):
                 f"<span style='padding:2px 5px;margin:1px;border-radius:3px;background:"
                 f"{'#c8e6c9' if strict_match(t, answer) else '#ffcdd2'}'>{html.escape(t) or '&empty;'}</span>"
                 for t in texts)
-            rows.append(f"<tr><td><b>{html.escape(name)}</b></td><td>{n_ok}/{len(texts)} right</td><td>{cells}</td></tr>")
+            rows.append(f"<tr><td><b>{html.escape(name)}</b></td><td>{n_ok}/{len(texts)} right</td>"
+                        f"<td>{cells}</td></tr>")
         out.value = "".join(rows) + "</table>"
 
     go.on_click(run)
@@ -109,7 +108,7 @@ def pass_at_k_explorer(counts, n, split="test", default_model=None, default_k=16
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .metrics import pass_at_k_table
+    from utils.eval.metrics import pass_at_k_table
 
     names = [m for m, s in counts if s == split and m != "base"]
     split_names = sorted({s for _, s in counts})
@@ -172,7 +171,8 @@ def answer_distribution_explorer(snapshots, prompts, answers, default_run=None):
             ax.bar(range(len(top)), [c for _, c in top],
                    color=["tab:green" if a == right else "tab:gray" for a, _ in top])
             ax.set_xticks(range(len(top)), [repr(a) if a == "" else a for a, _ in top], rotation=30)
-            ax.set_xlabel("sampled answer (green = right)"); ax.set_ylabel(f"count of {k} samples")
+            ax.set_xlabel("sampled answer (green = right)")
+            ax.set_ylabel(f"count of {k} samples")
             ax.set_title(f"{run.value}, step {step.value}, {prompts[problem.value]}  "
                          f"{len(counts)} distinct answers of {k}; right {counts.get(right, 0)}/{k}")
             plt.show()

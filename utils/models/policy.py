@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from . import BASE_MODEL_DIR
+from utils import BASE_MODEL_DIR
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
 
@@ -63,7 +63,7 @@ def load_policy(name=SHIPPED, device="cpu"):
     path = BASE_MODEL_DIR if name == SHIPPED else name
     if name == SHIPPED and not os.path.exists(os.path.join(path, "config.json")):
         raise FileNotFoundError(
-            f"the shipped base model is missing from {path}; rebuild it with `python -m utils.build_base_model`")
+            f"the shipped base model is missing from {path}; rebuild it with `python -m utils.models.build_base_model`")
 
     def load(**kw):
         return AutoTokenizer.from_pretrained(path, **kw), AutoModelForCausalLM.from_pretrained(path, **kw)

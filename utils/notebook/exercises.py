@@ -8,7 +8,7 @@ returns the function to use for the rest of the lab:
 """
 import torch
 
-from . import grpo
+from utils.rl import grpo
 
 
 class ExerciseError(AssertionError):
@@ -30,7 +30,8 @@ def _compare(name, case, got, want, atol=1e-5):
 
 
 def _run(name, fn, reference, cases):
-    """cases: list of (description, args tuple, expected tensor or callable->tensor)."""
+    """Run fn on each case, a (description, args tuple, expected value: a number, list or tensor), and compare
+    with _compare. Returns fn if every case matches, the reference if fn is not written yet."""
     try:
         for desc, args, want in cases:
             _compare(name, desc, fn(*args), torch.as_tensor(want, dtype=torch.float32))
@@ -40,7 +41,7 @@ def _run(name, fn, reference, cases):
     return fn
 
 
-def check_advantages(fn):
+def check_group_advantages(fn):
     """Check fn(rewards [N], group_size, scale_std=True, baseline='mean') -> advantages [N]."""
     r = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])  # two groups of 4
     cases = [
@@ -52,7 +53,7 @@ def check_advantages(fn):
          [0.5 / 0.5001, -0.5 / 0.5001, 0, 0]),
     ]
     try:
-        return _run("advantages", fn, grpo.group_advantages, cases)
+        return _run("my_group_advantages", fn, grpo.group_advantages, cases)
     except ExerciseError as e:
         raise ExerciseError(f"{e}\nHint: subtract each group's mean; divide by the group's population std "
                             f"(unbiased=False) plus 1e-4 only when scale_std is True.") from None
@@ -60,7 +61,7 @@ def check_advantages(fn):
 
 def check_policy_loss(fn):
     """Check fn(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
-    -> loss (a scalar tensor), or (loss, stats)."""
+    -> loss, a scalar tensor (policy_loss's contract)."""
     logp = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.2]]))
     old = torch.log(torch.tensor([[0.25, 0.5], [0.9, 0.4]]))
     ref = torch.log(torch.tensor([[0.5, 0.25], [0.9, 0.2]]))
@@ -71,7 +72,8 @@ def check_policy_loss(fn):
     # row 1 (A=-1): min(-1, -1) = -1 -> loss 1 (second token masked)
     # grpo: mean(( -1.2 - 1) / 2, 1 / 1) = (-1.1 + 1) / 2 = -0.05
     # dapo: (-1.2 - 1 + 1) / 3 = -0.4
-    cases = [("a 2-sequence batch, eps 0.2, beta 0, loss 'grpo'", (logp, old, ref, adv, mask, 0.2, 0.2, 0.0, "grpo", 2), -0.05),
+    cases = [("a 2-sequence batch, eps 0.2, beta 0, loss 'grpo'", (logp, old, ref, adv, mask, 0.2, 0.2, 0.0, "grpo", 2),
+              -0.05),
              ("the same batch, loss 'dapo'", (logp, old, ref, adv, mask, 0.2, 0.2, 0.0, "dapo", 2), -0.4)]
     # with beta = 0.1 the KL term adds 0.1 * k3 per token; k3 worked by hand:
     # token (0,1): d = log(0.25/0.5) = -ln 2 -> 0.5 + ln 2 - 1 = 0.19315; others d = 0 -> 0
@@ -81,12 +83,14 @@ def check_policy_loss(fn):
                   (logp, old, ref, adv, mask, 0.2, 0.5, 0.0, "dapo", 2), (-1.5 - 1 + 1) / 3))
 
     def scalar(*a):
-        out = fn(*a)
-        loss = out[0] if isinstance(out, tuple) else out
-        return torch.as_tensor(loss).detach().reshape(())
+        loss = fn(*a)
+        if not (torch.is_tensor(loss) and loss.numel() == 1):
+            raise ExerciseError(f"my_policy_loss must return the loss as a scalar tensor (one number), "
+                                f"got {type(loss).__name__}{'' if not torch.is_tensor(loss) else tuple(loss.shape)}")
+        return loss.detach().reshape(())
 
     try:
-        used = _run("policy_loss", scalar, grpo.policy_loss, cases)
+        used = _run("my_policy_loss", scalar, grpo.policy_loss, cases)
     except ExerciseError as e:
         raise ExerciseError(f"{e}\nHint: ratio = exp(logp - old_logp); per token take "
                             f"-min(ratio*A, clip(ratio, 1-eps_low, 1+eps_high)*A) + beta*k3; then average "
@@ -118,19 +122,19 @@ def _suite_errors(fn, cases):
     return bad
 
 
-def check_verifier(fn, min_coverage=0.95):
+def check_careful_match(fn, min_coverage=0.95):
     """Check a learner's match(text, answer) -> 0.0/1.0 verifier on the adversarial suite and on
     hidden cases: no false positives anywhere (a wrong answer must never score 1), coverage at least
     min_coverage on each. Returns the function to use (the reference careful_match if not written)."""
-    from .verifiers import careful_match, load_arithmetic_suite
+    from utils.verifiers.arithmetic import careful_match, load_arithmetic_suite
 
     suite = load_arithmetic_suite()
-    hidden = [{"id": f"hidden-{i}", "output": o, "answer": a, "label": l}
-              for i, (o, a, l) in enumerate(HIDDEN_ARITHMETIC_CASES)]
+    hidden = [{"id": f"hidden-{i}", "output": o, "answer": a, "label": label}
+              for i, (o, a, label) in enumerate(HIDDEN_ARITHMETIC_CASES)]
     try:
         fn("66", 66)
     except NotImplementedError:
-        return _note("my_match", careful_match)
+        return _note("my_careful_match", careful_match)
     for name, cases in (("the shipped suite", suite), ("hidden cases", hidden)):
         bad = _suite_errors(fn, cases)
         fp = [(c, g) for c, g in bad if c["label"] == 0.0 and g == 1.0]
@@ -140,7 +144,7 @@ def check_verifier(fn, min_coverage=0.95):
             shown = "\n".join(f"  {c['id']:12s} output {repr(c['output'])[:30]:32s} answer {c['answer']!r:8} "
                               f"label {c['label']}  got {g}" for c, g in (fp or raised or bad)[:6])
             raise ExerciseError(
-                f"my_match on {name}: coverage {coverage:.0%} (need >= {min_coverage:.0%}), "
+                f"my_careful_match on {name}: coverage {coverage:.0%} (need >= {min_coverage:.0%}), "
                 f"{len(fp)} false positive(s) (need 0), {len(raised)} exception(s) (need 0). "
                 f"First disagreements:\n{shown}\n"
                 f"Hint: start from strict_match's rules; accept '1,073' only with commas every three digits "
@@ -149,18 +153,24 @@ def check_verifier(fn, min_coverage=0.95):
     return fn
 
 
+def breaking_cases():
+    """The reference answer to Lab 02's exercise: (output, answer, label) cases last_number_match judges wrongly."""
+    return [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0), ("-0", 0, 0.0)]
+
+
 def check_breaking_cases(fn, target=None, min_cases=3):
     """fn() -> list of (output, answer, label) triples that `target` (default: last_number_match)
     judges wrongly. Labels are checked against careful_match, the lab's best arithmetic judge.
     Returns the list of cases to use (the reference's if fn is not written)."""
-    from .verifiers import careful_match, last_number_match
+    from utils.verifiers.arithmetic import careful_match, last_number_match
 
     target = target or last_number_match
-    reference = [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0), ("-0", 0, 0.0)]
+    reference = breaking_cases()
     try:
         cases = list(fn())
     except NotImplementedError:
-        print(f"NOTE: breaking_cases is not written yet, so this lab uses the reference cases {reference}.")
+        print(f"NOTE: my_breaking_cases is not written yet, so this lab uses the reference {__name__}.breaking_cases "
+              f"and runs on: {reference}. Write it and re-run this cell.")
         return reference
     problems = []
     for i, case in enumerate(cases):
@@ -174,7 +184,7 @@ def check_breaking_cases(fn, target=None, min_cases=3):
         elif target(out, ans) == label:
             problems.append(f"case {i}: {target.__name__} judges {out!r} correctly ({label}): it does not break it")
     if len(cases) < min_cases or problems:
-        raise ExerciseError(f"breaking_cases needs at least {min_cases} cases that {target.__name__} gets wrong; "
+        raise ExerciseError(f"my_breaking_cases needs at least {min_cases} cases that {target.__name__} gets wrong; "
                             f"got {len(cases)}.\n  " + "\n  ".join(problems)
                             + "\nHint: last_number_match only looks at the last number in the text.")
     print(f"OK: all {len(cases)} cases break {target.__name__}.")
@@ -189,7 +199,7 @@ def check_random_reward(fn):
     gives the same stream, and p outside [0, 1] raises ValueError. Returns the factory to use."""
     import numpy as np
 
-    from .control import random_reward
+    from utils.verifiers.spurious import random_reward
 
     try:
         fn(0.5, 0)
@@ -201,7 +211,8 @@ def check_random_reward(fn):
         if got.shape != (n,) or not np.isin(got, (0.0, 1.0)).all():
             raise ExerciseError(f"my_random_reward({p}, 1) should return a list of {n} values, each 0.0 or 1.0")
         if abs(got.mean() - p) > 0.015:
-            raise ExerciseError(f"my_random_reward({p}, 1) paid {got.mean():.3f} of {n} completions; expected about {p}")
+            raise ExerciseError(f"my_random_reward({p}, 1) paid {got.mean():.3f} of {n} completions; "
+                                f"expected about {p}")
     right = np.asarray(fn(0.3, 2)(["66"] * n, [66] * n))
     wrong = np.asarray(fn(0.3, 2)(["67"] * n, [66] * n))
     if abs(right.mean() - wrong.mean()) > 0.02:
@@ -222,7 +233,7 @@ def check_random_reward(fn):
 def check_control_check(fn):
     """Check fn(before, true_runs, random_runs, threshold) -> dict with true_gain, random_gain, flagged
     on worked cases (runs are dicts with an 'after' report; gains are means over runs of pass@1)."""
-    from .control import control_check
+    from utils.eval.control import control_check
 
     def runs(*accs):
         return [{"config": {"steps": 1}, "after": {"pass@1": a}} for a in accs]
@@ -254,7 +265,7 @@ def check_token_entropy(fn):
     """Check fn(logits [N, T, V], mask [N, T]) -> mean entropy in nats over the masked positions."""
     import math
 
-    from .health import masked_token_entropy
+    from utils.eval.health import token_entropy
     uniform_peaked = torch.tensor([[[0.0, 0, 0, 0], [100.0, 0, 0, 0], [0.0, 0, 0, 0]]])   # [1, 3, 4]
     cases = [
         ("one uniform position over 4 tokens (ln 4 = 1.3863)", (uniform_peaked[:, :1], torch.ones(1, 1)),
@@ -267,7 +278,7 @@ def check_token_entropy(fn):
          math.log(2)),
     ]
     try:
-        return _run("token_entropy", fn, masked_token_entropy, cases)
+        return _run("my_token_entropy", fn, token_entropy, cases)
     except ExerciseError as e:
         raise ExerciseError(f"{e}\nHint: log_softmax over the last axis, H = -(p * log p).sum(-1) per position, "
                             f"then average over positions where mask is 1 (divide by mask.sum()).") from None
@@ -275,9 +286,9 @@ def check_token_entropy(fn):
 
 def check_health_check(fn):
     """Check fn(history, window=5) -> set of failed check names ("spread", "entropy", "kl") against
-    utils.health.health_check on worked histories, and a ValueError for an empty history or a
+    utils.eval.health.health_check on worked histories, and a ValueError for an empty history or a
     missing metric. Returns the function to use."""
-    from .health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check
+    from utils.eval.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check
 
     def reference(history, window=5):
         return set(health_check(history, window=window)["failed"])
@@ -287,7 +298,8 @@ def check_health_check(fn):
     low = ENTROPY_RATIO * 0.5 * 0.9                                      # under the floor of a run started at 0.5
     cases = [("a healthy run", [rec()] * 8),
              (f"entropy 0.5 -> {low:.3f} at the end", [rec()] * 8 + [rec(ent=low)] * 5),
-             (f"group std {STD_FLOOR / 2} and KL {KL_CEILING * 2}", [rec()] * 5 + [rec(std=STD_FLOOR / 2, kl=KL_CEILING * 2)] * 5),
+             (f"group std {STD_FLOOR / 2} and KL {KL_CEILING * 2}",
+              [rec()] * 5 + [rec(std=STD_FLOOR / 2, kl=KL_CEILING * 2)] * 5),
              ("entropy low in the middle, fine in the last 5 steps", [rec()] * 5 + [rec(ent=0.0)] * 10 + [rec()] * 5),
              ("one bad step among the last 5 (mean entropy 0.4)", [rec()] * 9 + [rec(ent=0.0)]),
              ("a run that started at 0.3 nats and ends at 0.2 (floor 0.15)", [rec(ent=0.3)] * 5 + [rec(ent=0.2)] * 5),
@@ -305,7 +317,8 @@ def check_health_check(fn):
                                 f"Hint: average each metric over the last `window` steps, then compare with "
                                 f"STD_FLOOR={STD_FLOOR}, ENTROPY_RATIO={ENTROPY_RATIO} x the mean entropy of the first "
                                 f"`window` steps, and KL_CEILING={KL_CEILING}.")
-    for desc, bad in (("an empty history", []), ("a history without 'kl'", [{"group_reward_std": 0.3, "entropy": 0.5}])):
+    for desc, bad in (("an empty history", []),
+                      ("a history without 'kl'", [{"group_reward_std": 0.3, "entropy": 0.5}])):
         try:
             fn(bad)
         except ValueError:
@@ -327,7 +340,7 @@ def check_pass_at_k(fn):
     import itertools
     import math
 
-    from .metrics import pass_at_k
+    from utils.eval.metrics import pass_at_k
 
     try:
         fn(4, 1, 2)
@@ -349,11 +362,14 @@ def check_pass_at_k(fn):
             got = float(fn(1024, c, k))
         except (OverflowError, ZeroDivisionError) as e:
             got = f"{type(e).__name__}: {e}"
-        if isinstance(got, str) or not (math.isfinite(got) and 0.0 <= got <= 1.0) or abs(got - pass_at_k(1024, c, k)) > 1e-9:
-            raise ExerciseError(f"my_pass_at_k(1024, {c}, {k}) = {got}; expected {pass_at_k(1024, c, k)}. With n = 1024 "
-                                f"the binomials reach 10^306, the edge of float64: use the product form, never C(n, k) itself.")
+        if (isinstance(got, str) or not (math.isfinite(got) and 0.0 <= got <= 1.0)
+                or abs(got - pass_at_k(1024, c, k)) > 1e-9):
+            raise ExerciseError(f"my_pass_at_k(1024, {c}, {k}) = {got}; expected {pass_at_k(1024, c, k)}. "
+                                f"With n = 1024 the binomials reach 10^306, the edge of float64: use the product form, "
+                                f"never C(n, k) itself.")
     if fn(1024, 1000, 100) != 1.0:
-        raise ExerciseError("my_pass_at_k(1024, 1000, 100) must be exactly 1.0: with n - c < k every subset has a correct sample")
+        raise ExerciseError("my_pass_at_k(1024, 1000, 100) must be exactly 1.0: "
+                            "with n - c < k every subset has a correct sample")
     for bad in ((4, 1, 5), (4, -1, 2), (4, 5, 2), (4, 1, 0)):
         try:
             fn(*bad)

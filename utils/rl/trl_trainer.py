@@ -1,14 +1,14 @@
 """The same GRPO run through TRL's GRPOTrainer: same task, model, verifier and hyper-parameters.
 
 Our GRPOConfig maps onto trl.GRPOConfig field by field (see to_trl_config), and the history
-comes back in the same format as utils.grpo.train_grpo's, so both runs share one plot.
+comes back in the same format as utils.rl.loop.train_grpo's, so both runs share one plot.
 """
 import os
 import tempfile
 import time
 
-from . import cache
-from .grpo import GRPOConfig
+from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
+from utils.rl.grpo import GRPOConfig
 
 # TRL's logged names -> ours
 TRL_KEYS = {
@@ -25,8 +25,8 @@ def to_trl_config(cfg: GRPOConfig, output_dir):
     cfg.validate()
     return trl.GRPOConfig(
         output_dir=output_dir, max_steps=cfg.steps * cfg.updates_per_batch,  # TRL counts optimizer steps
-        per_device_train_batch_size=cfg.batch_size,
-        num_generations=cfg.group_size, learning_rate=cfg.lr, lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
+        per_device_train_batch_size=cfg.batch_size, num_generations=cfg.group_size, learning_rate=cfg.lr,
+        lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
         weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, temperature=cfg.temperature,
         max_completion_length=cfg.max_new_tokens, epsilon=cfg.eps_low, epsilon_high=cfg.eps_high,
         beta=cfg.beta, loss_type=cfg.loss_type, num_iterations=cfg.updates_per_batch,
@@ -37,30 +37,20 @@ def to_trl_config(cfg: GRPOConfig, output_dir):
 
 
 def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig, eval_prompts=None,
-                   eval_answers=None, progress=True):
+                   eval_answers=None, progress=True, eval_rewards=None, eval_sets=None):
     """Train `policy` in place with trl.GRPOTrainer. train_dataset needs columns prompt and answer.
 
-    Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's
-    (held-out sampled pass@1 every cfg.eval_every steps, measured by our own evaluate()).
-    With the run cache on (utils/cache.py, tests only) a repeated run is loaded and trainer is None.
+    Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's, the
+    held-out numbers from the same heldout_metrics (every cfg.eval_every steps and at the end).
     """
     import trl
     from tqdm.auto import tqdm
     from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
-    from .metrics import evaluate
-
+    cfg.validate()
     if cfg.baseline != "mean":
         raise ValueError("TRL's GRPOTrainer only has the mean baseline; set GRPOConfig.baseline='mean'")
-    key = None if cfg.max_seconds else cache.key("train_with_trl", trl.__version__, policy, tokenizer, train_dataset,
-                                                 reward_fn, cfg, eval_prompts, eval_answers)
-    hit = cache.load(key)
-    if hit is not None:
-        policy.load_state_dict(hit["state"])
-        policy.eval()
-        print(f"(TRL GRPO, {cfg.steps} steps: the same run was computed earlier in this test session; "
-              f"loaded from the run cache, {cache.ENV})")
-        return hit["history"], None
+    eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
     history = []
     t0 = [None]
 
@@ -68,21 +58,19 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
         def on_train_begin(self, args, state, control, **kw):
             t0[0] = time.time()
             self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", disable=not progress,
-                            mininterval=1.0)  # few widget messages, see utils/grpo.py
+                            mininterval=1.0)  # few widget messages, see loop.py
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "reward" not in logs:
                 return
-            rec = {ours: logs.get(theirs) for theirs, ours in TRL_KEYS.items()}
-            rec["step"] = state.global_step
-            rec["heldout_pass@1"] = None
+            rec = {"step": state.global_step, **{ours: logs.get(theirs) for theirs, ours in TRL_KEYS.items()},
+                   **heldout_keys(eval_sets, eval_rewards)}
             last = state.global_step == state.max_steps
-            if eval_prompts is not None and ((cfg.eval_every and state.global_step % cfg.eval_every == 0) or last):
+            if last or (cfg.eval_every and state.global_step % cfg.eval_every == 0):
                 model = kw["model"]
                 was = model.training
-                rec["heldout_pass@1"] = evaluate(
-                    model, tokenizer, list(eval_prompts)[: cfg.eval_n], list(eval_answers)[: cfg.eval_n],
-                    k=1, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=12345)["pass@1"]
+                rec.update(heldout_metrics(model, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
+                                           cfg.temperature, cfg.max_new_tokens))
                 model.train(was)
             rec["seconds"] = time.time() - t0[0]
             history.append(rec)
@@ -105,5 +93,4 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
             trainer.remove_callback(cb)
         trainer.train()
     policy.eval()
-    cache.save(key, {"state": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "history": history})
     return history, trainer

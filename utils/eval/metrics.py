@@ -1,9 +1,13 @@
-"""Metrics: pass@k (unbiased), held-out accuracy, masked means."""
+"""Measuring a policy by sampling it: pass@k (unbiased), held-out accuracy, the numbers that tell
+sharpening from new skill, answer distributions, and the pass@k analysis of Lab 05. Every sampled
+number here comes through one path, sample_in_batches."""
+from collections import Counter
+
 import numpy as np
 import torch
 
-from .policy import completion_logprobs, encode_prompts, sample
-from .verifiers import strict_reward
+from utils.models.policy import completion_logprobs, encode_prompts, sample
+from utils.verifiers.arithmetic import strict_reward
 
 
 def pass_at_k(n, c, k):
@@ -25,35 +29,45 @@ def pass_at_k(n, c, k):
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-def masked_mean(x, mask):
-    """Mean of x [N, T] over positions where mask [N, T] is 1 (0.0 if the mask is empty)."""
-    m = mask.to(x.dtype)
-    return (x * m).sum() / m.sum().clamp(min=1)
+@torch.no_grad()
+def sample_in_batches(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, seed=0, batch_size=2048):
+    """The one sampling path of every evaluation: k completions per prompt, about batch_size rows at a
+    time, from one generator seeded with `seed`, so the same arguments give the same samples whoever
+    asks. Yields (start, rollout): rollout holds the completions of prompts[start : start + its prompts]."""
+    g = torch.Generator().manual_seed(seed)
+    prompts, per = list(prompts), max(1, batch_size // k)
+    for i in range(0, len(prompts), per):
+        yield i, sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
+                        max_new_tokens=max_new_tokens, generator=g)
 
 
 @torch.no_grad()
 def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_tokens=8,
-             reward_fn=strict_reward, seed=0, batch_size=2048):
-    """Sample k completions per prompt and score them. Returns a dict:
+             reward_fn=strict_reward, seed=0, batch_size=2048, entropy=False):
+    """Sample k completions per prompt (sample_in_batches) and score them. Returns a dict:
 
     pass@1   mean reward over all samples (the unbiased pass@1)
     pass@k   mean over prompts of the unbiased pass@k (only when k > 1)
     correct  np.array [n_prompts] of correct counts out of k
     texts    the sampled completions, k per prompt, grouped by prompt
+    entropy  (only with entropy=True) mean per-token entropy (nats) of the sampling distribution over
+             the same samples' completion tokens
     """
-    g = torch.Generator().manual_seed(seed)
     prompts, answers = list(prompts), list(answers)
-    per = max(1, batch_size // k)
-    texts, rewards = [], []
-    for i in range(0, len(prompts), per):
-        r = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
-                   max_new_tokens=max_new_tokens, generator=g)
+    texts, rewards, ent_sum, tok_sum = [], [], 0.0, 0.0
+    for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
         texts += r.texts
-        rewards += reward_fn(r.texts, [a for a in answers[i : i + per] for _ in range(k)])
+        rewards += reward_fn(r.texts, [a for a in answers[i : i + len(r.texts) // k] for _ in range(k)])
+        if entropy:
+            _, ent = completion_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                         r.completion_mask, temperature)                  # [N, T]
+            ent_sum, tok_sum = ent_sum + float(ent.sum()), tok_sum + float(r.completion_mask.sum())
     correct = np.asarray(rewards, dtype=float).reshape(len(prompts), k).sum(1)
     out = {"pass@1": float(correct.sum() / (k * len(prompts))), "correct": correct, "texts": texts}
     if k > 1:
         out[f"pass@{k}"] = float(np.mean([pass_at_k(k, int(c), k) for c in correct]))
+    if entropy:
+        out["entropy"] = ent_sum / max(tok_sum, 1.0)
     return out
 
 
@@ -65,25 +79,57 @@ def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_
     greedy     accuracy of the single most likely answer (temperature 0)
     pass@1     sampled accuracy at `temperature` (mean over k samples per prompt)
     pass@k     share of prompts with at least one of k samples right (unbiased estimator)
-    entropy    mean per-token entropy (nats) of the sampling distribution over the sampled completions
+    entropy    mean per-token entropy (nats) of the sampling distribution over those k samples
     Sharpening moves pass@1 toward greedy while greedy and pass@k stay put; new skill lifts greedy.
     """
-    prompts, answers = list(prompts), list(answers)
     greedy = evaluate(model, tokenizer, prompts, answers, k=1, temperature=0, max_new_tokens=max_new_tokens,
                       batch_size=batch_size)["pass@1"]
     ev = evaluate(model, tokenizer, prompts, answers, k=k, temperature=temperature,
-                  max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size)
-    g = torch.Generator().manual_seed(seed)
-    ent_sum, tok_sum, per = 0.0, 0.0, max(1, batch_size // k)
-    for i in range(0, len(prompts), per):  # entropy of the same distribution, on fresh samples
-        r = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
-                   max_new_tokens=max_new_tokens, generator=g)
-        _, ent = completion_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask,
-                                     temperature)
-        ent_sum += float(ent.sum())
-        tok_sum += float(r.completion_mask.sum())
-    out = {"greedy": greedy, "pass@1": ev["pass@1"], "entropy": ent_sum / max(tok_sum, 1.0)}
-    out[f"pass@{k}"] = ev.get(f"pass@{k}", ev["pass@1"])
+                  max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, entropy=True)
+    return {"greedy": greedy, "pass@1": ev["pass@1"], "entropy": ev["entropy"],
+            f"pass@{k}": ev.get(f"pass@{k}", ev["pass@1"])}
+
+
+HELDOUT_SEED = 12345  # every training-time evaluation samples from this seed: steps compare on equal terms
+
+
+def eval_sets_of(eval_prompts=None, eval_answers=None, eval_sets=None):
+    """The held-out sets a trainer evaluates, as {name: (prompts, answers)}: eval_prompts/eval_answers
+    first, under the name "heldout", then eval_sets. Raises ValueError on a malformed set."""
+    eval_sets = dict(eval_sets or {})
+    for name, pair in eval_sets.items():
+        if name == "heldout" or not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                                     and len(pair[0]) == len(pair[1]) > 0):
+            raise ValueError(f"eval_sets[{name!r}] must be a (prompts, answers) pair of equal, non-zero length, "
+                             f"under a name other than 'heldout' (that is eval_prompts/eval_answers)")
+    if eval_prompts is not None:
+        if eval_answers is None or len(eval_prompts) != len(eval_answers) or not len(eval_prompts):
+            raise ValueError("eval_prompts and eval_answers must be given together, non-empty, of equal length")
+        eval_sets = {"heldout": (eval_prompts, eval_answers), **eval_sets}
+    return eval_sets
+
+
+def heldout_keys(eval_sets, eval_rewards=None):
+    """The record keys heldout_metrics can fill, all None: a step without an evaluation has them too
+    ("heldout_pass@1" always, so that a plot of it works on any history)."""
+    return {"heldout_pass@1": None, **{f"heldout_{r}": None for r in eval_rewards or {}},
+            **{f"{name}_pass@1": None for name in eval_sets}}
+
+
+def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, temperature=1.0, max_new_tokens=8):
+    """What both trainers record at an evaluation step: for each named (prompts, answers) set, sampled
+    pass@1 (strict verifier) on its first n prompts, one sample each, seed HELDOUT_SEED, as
+    "<name>_pass@1"; for the set named "heldout", also every eval_rewards {name: reward_fn} score of
+    the same samples, as "heldout_<name>" (Lab 02: proxy reward vs true accuracy)."""
+    out = {}
+    for name, (ps, ys) in eval_sets.items():
+        ans = list(ys)[:n]
+        ev = evaluate(model, tokenizer, list(ps)[:n], ans, k=1, temperature=temperature,
+                      max_new_tokens=max_new_tokens, seed=HELDOUT_SEED)
+        out[f"{name}_pass@1"] = ev["pass@1"]
+        if name == "heldout":
+            for r_name, fn in (eval_rewards or {}).items():
+                out[f"heldout_{r_name}"] = float(np.mean(fn(ev["texts"], ans)))
     return out
 
 
@@ -91,15 +137,11 @@ def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_
 
 @torch.no_grad()
 def answer_distribution(model, tokenizer, prompts, k=32, temperature=1.0, max_new_tokens=8, seed=0, batch_size=2048):
-    """Sample k answers per prompt; returns one collections.Counter per prompt (answer text -> count).
-    Same batching and random stream as evaluate(..., k=k, seed=seed)."""
-    from collections import Counter
-    g, prompts, out = torch.Generator().manual_seed(seed), list(prompts), []
-    per = max(1, batch_size // k)
-    for i in range(0, len(prompts), per):
-        t = sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
-                   max_new_tokens=max_new_tokens, generator=g).texts
-        out += [Counter(x.strip() for x in t[j * k:(j + 1) * k]) for j in range(len(t) // k)]
+    """Sample k answers per prompt (sample_in_batches); returns one collections.Counter per prompt
+    (answer text -> count)."""
+    out = []
+    for _, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
+        out += [Counter(x.strip() for x in r.texts[j * k:(j + 1) * k]) for j in range(len(r.texts) // k)]
     return out
 
 
@@ -148,7 +190,7 @@ def bootstrap_pass_at_k(correct, n, ks, n_boot=1000, level=0.95, seed=0):
 def compression_ratio(before_1, before_k, after_1):
     """Share of the base model's pass@1-to-pass@k gap that the trained model's pass@1 closed:
     (after pass@1 - before pass@1) / (before pass@k - before pass@1). Above about 0.7 the gain is
-    mostly search compression (SOURCE: 40/75 -> 65/77 gives 25/35 = 0.71). nan if there is no gap."""
+    mostly search compression (40/75 -> 65/77 gives 25/35 = 0.71). nan if there is no gap."""
     gap = before_k - before_1
     return float((after_1 - before_1) / gap) if gap > 0 else float("nan")
 

@@ -1,0 +1,1 @@
+"""What only the notebooks need: exercise checks, plots, widgets."""

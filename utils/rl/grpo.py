@@ -1,0 +1,178 @@
+"""GRPO's maths (DeepSeekMath, arXiv 2402.03300), with the DAPO (arXiv 2503.14476) and Dr. GRPO
+(arXiv 2503.20783) variants as options, and the one config of an experiment. The training loop that
+uses them is loop.py. The maths is the first screen of this file.
+"""
+from dataclasses import dataclass
+
+import torch
+
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
+BASELINES = ("mean", "median")
+
+
+def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1e-4):
+    """Group-relative advantages. rewards [N] with N = n_groups * group_size, groups contiguous.
+
+    A_i = (r_i - baseline(group)) / (std(group) + eps)   if scale_std   (GRPO)
+    A_i =  r_i - baseline(group)                         otherwise      (Dr. GRPO)
+    baseline is the group mean or median; std is the population std (divide by G).
+    Returns [N]. A group whose rewards are all equal gets advantage 0.
+    """
+    r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # [n_groups, G]
+    if baseline == "mean":
+        base = r.mean(1, keepdim=True)
+    elif baseline == "median":
+        base = r.median(1, keepdim=True).values if group_size % 2 else r.quantile(0.5, 1, keepdim=True)
+    else:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    adv = r - base
+    if scale_std:
+        adv = adv / (r.std(1, unbiased=False, keepdim=True) + eps)
+    return adv.view(-1)
+
+
+def kl_k3(logp, ref_logp):
+    """k3 estimator of KL(pi || pi_ref) per token (Schulman 2020): exp(d) - d - 1, d = ref - logp.
+    Always >= 0; unbiased for the KL when tokens are sampled from pi. Shapes [N, T] -> [N, T]."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0):
+    """GRPO's per-token loss, before any averaging (PPO's clipped surrogate, arXiv 1707.06347, plus a KL
+    penalty). logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
+    policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N]. Returns [N, T]:
+
+        l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
+    with ratio_t = exp(logp_t - old_logp_t). Padding is not masked here: aggregate() does that.
+    """
+    ratio = torch.exp(logp - old_logp)                                  # [N, T]
+    a = adv[:, None]                                                    # [N, 1]
+    surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
+    kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
+    return -surr + beta * kl                                            # [N, T]
+
+
+def aggregate(per_token, mask, loss_type="grpo", max_len=None):
+    """Average per-token losses [N, T] over the tokens where mask [N, T] is 1 into one scalar:
+      grpo     mean over each sequence's tokens, then mean over sequences  (DeepSeekMath)
+      dapo     sum over all tokens / number of tokens in the batch          (token-level, arXiv 2503.14476)
+      dr_grpo  sum over all tokens / (N * max_len), max_len a constant       (arXiv 2503.20783)
+    grpo gives each token of a long sequence less weight than a short one's: a length bias."""
+    m = mask.to(per_token.dtype)
+    if loss_type == "grpo":
+        return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
+    if loss_type == "dapo":
+        return (per_token * m).sum() / m.sum().clamp(min=1)
+    if loss_type == "dr_grpo":
+        if not max_len:
+            raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
+        return (per_token * m).sum() / (per_token.shape[0] * max_len)
+    raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+
+
+def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
+                loss_type="grpo", max_len=None):
+    """The GRPO loss, a scalar: aggregate(per_token_loss(...), mask, loss_type, max_len). Shapes as in
+    per_token_loss; mask [N, T] is 1 on the completion tokens the loss uses (EOS included). Lab 01's
+    exercise writes this function; the training loop calls it with these ten arguments."""
+    return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta), mask, loss_type, max_len)
+
+
+@torch.no_grad()
+def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high):
+    """Monitoring numbers for one update, on the tokens the loss used (mask [N, T]; shapes as in
+    per_token_loss). The loop computes them once, whoever's loss function ran:
+    clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective)
+    kl         mean k3 KL to the reference per token"""
+    m = mask.to(logp.dtype)
+    n = m.sum().clamp(min=1)
+    ratio, a = torch.exp(logp - old_logp), adv[:, None]
+    clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
+    return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
+
+
+def masked_mean(x, mask):
+    """Mean of x [N, T] over positions where mask [N, T] is 1 (0.0 if the mask is empty)."""
+    m = mask.to(x.dtype)
+    return (x * m).sum() / m.sum().clamp(min=1)
+
+
+def high_entropy_mask(entropy, mask, frac):
+    """mask [N, T] restricted to the top `frac` share of its tokens by entropy [N, T] (ties kept).
+    Training only on these "forking" tokens is the remedy of arXiv 2506.01939 (frac 0.2)."""
+    if frac >= 1:
+        return mask
+    vals = entropy[mask.bool()]
+    if vals.numel() == 0:
+        return mask
+    cut = torch.quantile(vals.float(), 1 - frac)
+    return mask * (entropy >= cut).to(mask.dtype)
+
+
+@dataclass
+class GRPOConfig:
+    """One visible config per experiment. batch_size counts completions: batch_size / group_size
+    prompts per step, each sampled group_size times. Checked when built: a bad value raises a
+    ValueError that names the field and what it allows."""
+    steps: int = 100
+    batch_size: int = 256
+    group_size: int = 8
+    lr: float = 5e-4
+    temperature: float = 1.0
+    max_new_tokens: int = 8
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    beta: float = 0.0
+    loss_type: str = "grpo"
+    scale_std: bool = True
+    baseline: str = "mean"
+    updates_per_batch: int = 1
+    entropy_coef: float = 0.0      # entropy bonus: loss -= entropy_coef * mean token entropy
+    # train only on this share of tokens, the highest-entropy ones (arXiv 2506.01939: 0.2)
+    top_entropy_frac: float = 1.0
+    track_kl: bool = True  # measure KL to the reference every step even when beta = 0 (one extra forward)
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    eval_every: int = 10
+    eval_n: int = 200
+    max_seconds: float = 0.0  # stop after this much wall-clock time (0 = no limit)
+    seed: int = 0
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self):
+        """Raise ValueError naming the field and what is allowed; called before any training."""
+        def bad(name, allowed):
+            raise ValueError(f"GRPOConfig.{name}={getattr(self, name)!r} is invalid: {allowed}")
+        for name in ("steps", "batch_size", "max_new_tokens", "updates_per_batch"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                bad(name, "must be an integer >= 1")
+        if not isinstance(self.group_size, int) or self.group_size < 2:
+            bad("group_size", "must be an integer >= 2 (a group of one has no baseline to compare with)")
+        if self.batch_size % self.group_size:
+            bad("batch_size", f"must be divisible by group_size={self.group_size} "
+                              f"(e.g. {self.group_size * max(1, self.batch_size // self.group_size)})")
+        if self.loss_type not in LOSS_TYPES:
+            bad("loss_type", f"must be one of {LOSS_TYPES}")
+        if self.baseline not in BASELINES:
+            bad("baseline", f"must be one of {BASELINES}")
+        for name in ("lr", "eps_low", "eps_high", "temperature"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not v > 0:
+                bad(name, "must be a number > 0")
+        if not isinstance(self.top_entropy_frac, (int, float)) or not 0 < self.top_entropy_frac <= 1:
+            bad("top_entropy_frac", "must be a number in (0, 1] (1 = every token)")
+        for name in ("beta", "max_grad_norm", "max_seconds", "entropy_coef"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v < 0:
+                bad(name, "must be a number >= 0")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            bad("warmup_steps", "must be an integer >= 0")
+        if not isinstance(self.eval_n, int) or self.eval_n < 1:
+            bad("eval_n", "must be an integer >= 1")
+        if not isinstance(self.eval_every, int) or self.eval_every < 0:
+            bad("eval_every", "must be an integer >= 0 (0 = never)")
+        return self

@@ -1,0 +1,134 @@
+"""Our GRPO training loop, top to bottom: sample -> reward -> advantage -> update -> record.
+The maths it calls is grpo.py; the held-out numbers it records come from utils/eval/metrics.py,
+as TRL's run does (trl_trainer.py)."""
+import copy
+import time
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
+from utils.models.policy import completion_logprobs, sample
+from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, masked_mean, policy_loss
+
+
+def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
+               ref=None, loss_fn=policy_loss, advantage_fn=group_advantages, progress=True, callback=None,
+               eval_rewards=None, eval_sets=None):
+    """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
+
+    prompts/answers: the training pool, sampled with replacement (seeded by cfg.seed). reward_fn has
+    the verifier signature (completions, answer, **kw) -> list[float]. loss_fn / advantage_fn have
+    policy_loss's / group_advantages' signatures: the lab's exercises plug in here.
+    Every step records reward mean/std, the share of groups with zero reward spread, the mean
+    within-group spread, distinct answers per group, mean token entropy, KL to the reference, clip
+    fraction, completion length and loss (entropy, KL and clip fraction of the last update on the
+    batch, on the tokens the loss used). Every cfg.eval_every steps and at the end it adds the
+    held-out numbers of heldout_metrics: "heldout_pass@1" on eval_prompts/eval_answers, "<name>_pass@1"
+    for each eval_sets {name: (prompts, answers)} (Lab 04: the OOD split), "heldout_<name>" for each
+    eval_rewards {name: reward_fn} (Lab 02: proxy vs truth). callback(policy, record), if given, runs
+    after each step; a dict it returns is added to that step's record (Lab 04: answer snapshots).
+    """
+    cfg.validate()
+    prompts, answers = list(prompts), list(answers)
+    if not prompts or len(prompts) != len(answers):
+        raise ValueError(f"prompts and answers must be non-empty and the same length "
+                         f"(got {len(prompts)} and {len(answers)})")
+    eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
+    gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
+    if ref is None and (cfg.beta > 0 or cfg.track_kl):  # frozen reference: the policy before training
+        ref = copy.deepcopy(policy).eval().requires_grad_(False)
+    policy.eval()  # no dropout: the policy that is trained is the one that sampled
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
+    # linear warm-up from lr/warmup to lr, then constant (TRL's "constant_with_warmup")
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (cfg.warmup_steps + 1)))
+    G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
+    history, t0 = [], time.time()
+    # mininterval and refresh=False keep widget traffic low: a Jupyter kernel drops messages
+    # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
+    bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress, mininterval=1.0)
+    for step in bar:
+        # 1. sample: n_prompts prompts from the pool, G completions each
+        idx = rng.integers(0, len(prompts), n_prompts)
+        batch_p = [prompts[i] for i in idx]
+        batch_a = [answers[i] for i in idx for _ in range(G)]
+        ro = sample(policy, tokenizer, batch_p, k=G, temperature=cfg.temperature,
+                    max_new_tokens=cfg.max_new_tokens, generator=gen)       # N = n_prompts * G rows
+        # 2. reward
+        rewards = torch.tensor(reward_fn(ro.texts, batch_a), dtype=torch.float32)  # [N]
+        # 3. advantage
+        adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)            # [N]
+        ref_logp = reference_logprobs(ref, ro, cfg)                            # [N, T]
+        # 4. update, updates_per_batch times on the same samples
+        for _ in range(cfg.updates_per_batch):
+            loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
+        sched.step()
+        # 5. record
+        rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg) | heldout_keys(eval_sets, eval_rewards)
+        out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
+        if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
+            rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
+                                       cfg.temperature, cfg.max_new_tokens))
+        rec["seconds"] = time.time() - t0
+        if callback:
+            rec.update(callback(policy, rec) or {})
+        history.append(rec)
+        bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
+        if out_of_time:
+            break
+    bar.close()
+    return history
+
+
+@torch.no_grad()
+def reference_logprobs(ref, ro, cfg):
+    """Log-probs [N, T] of the sampled completions under the frozen reference; when neither the loss
+    (beta) nor the record (track_kl) needs them, the sampler's, which makes the KL term zero."""
+    if not (cfg.beta > 0 or cfg.track_kl):
+        return ro.logprobs
+    logp, _ = completion_logprobs(ref, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
+                                  cfg.temperature)
+    return logp
+
+
+def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
+    """One optimizer step on rollout `ro` with advantages adv [N]. Returns (loss, stats, entropy [N, T]).
+    With cfg.top_entropy_frac < 1 the loss sees only the highest-entropy tokens; with cfg.entropy_coef
+    > 0 it gets an entropy bonus. stats (loss_stats) are measured on the tokens the loss used."""
+    logp, ent = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
+                                    cfg.temperature, entropy_grad=cfg.entropy_coef > 0)  # [N, T] each
+    mask = high_entropy_mask(ent.detach(), ro.completion_mask, cfg.top_entropy_frac)    # [N, T]
+    loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
+                   cfg.loss_type, cfg.max_new_tokens)
+    if cfg.entropy_coef > 0:
+        loss = loss - cfg.entropy_coef * masked_mean(ent, ro.completion_mask)
+    opt.zero_grad()
+    loss.backward()
+    if cfg.max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+    opt.step()
+    stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high)
+    return loss.detach(), stats, ent.detach()
+
+
+def step_record(step, rewards, ro, loss, stats, ent, cfg):
+    """One step's training numbers (see train_grpo); rewards [N] in groups of cfg.group_size."""
+    G = cfg.group_size
+    rg = rewards.view(-1, G)                                                   # [n_prompts, G]
+    return {
+        "step": step,
+        "reward_mean": rewards.mean().item(),
+        "reward_std": rewards.std(unbiased=False).item(),
+        "zero_spread_frac": (rg.max(1).values == rg.min(1).values).float().mean().item(),
+        "group_reward_std": rg.std(1, unbiased=False).mean().item(),      # mean within-group spread
+        "distinct_answers": float(np.mean([len({t.strip() for t in ro.texts[i:i + G]})
+                                           for i in range(0, len(ro.texts), G)])),  # of G per group
+        "entropy": masked_mean(ent, ro.completion_mask).item(),
+        "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
+        "clip_frac": stats["clip_frac"],
+        "completion_len": ro.completion_mask.sum(1).float().mean().item(),
+        "loss": loss.item(),
+    }

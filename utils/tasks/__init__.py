@@ -1,0 +1,1 @@
+"""Tasks: problem generators, prompt formats and the fixed splits under data/."""

@@ -1,0 +1,95 @@
+"""The one reward-function signature every verifier and reward here shares, TRL's:
+
+    reward_fn(completions, <column>, **other_columns) -> list[float], one score per completion
+
+`completions` is a list of strings, or in TRL's conversational format lists of {"role", "content"}
+messages (the last message's content is judged); one completion passed bare (a str or one message
+list) is judged as one. Each dataset column arrives as a keyword argument, a list as long as
+`completions`; a verifier also accepts one value shared by all completions. A verifier never
+raises: anything it cannot judge scores 0.0. `per_completion` is the one adapter that turns these
+arguments into rows, `reward_from_match` wraps a per-text check into the signature, and
+`verifier_report` measures a verifier against a labelled adversarial suite.
+"""
+import numpy as np
+
+
+class Shared:
+    """A column value meant for every completion (where a list could also be a column)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def completion_text(c):
+    """The text of one completion: a str as is, TRL's message list -> last message's content,
+    anything else -> None."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, (list, tuple)) and c and isinstance(c[-1], dict):
+        content = c[-1].get("content")
+        return content if isinstance(content, str) else None
+    return None
+
+
+def per_completion(completions, *columns):
+    """[(text, value of each column), ...], one row per completion.
+
+    completions as TRL passes them (see the module docstring); text is completion_text's (None when
+    there is no text). Each column is a list or tuple (one value per completion: a short column is
+    padded with None, a long one cut), or any other value (a str, an int, Shared(x)), shared by all.
+    Never raises: completions that are not a list give no rows."""
+    if isinstance(completions, str) or (isinstance(completions, (list, tuple)) and completions
+                                        and isinstance(completions[0], dict) and "role" in completions[0]):
+        completions = [completions]  # one completion passed bare: a text, or one list of chat messages
+    try:
+        comps = list(completions)
+    except TypeError:
+        return []
+    n, spread = len(comps), []
+    for col in columns:
+        if isinstance(col, Shared):
+            spread.append([col.value] * n)
+        elif isinstance(col, (list, tuple, np.ndarray)):
+            spread.append((list(col) + [None] * n)[:n])
+        else:
+            spread.append([col] * n)
+    return [(completion_text(c), *vals) for c, *vals in zip(comps, *spread)] if spread else \
+        [(completion_text(c),) for c in comps]
+
+
+def reward_from_match(match, name=None):
+    """Wrap a per-text check match(text, answer) -> float into the shared signature, with `answer`
+    the column it reads: reward(completions, answer, **columns) -> [match(text, answer) per completion]."""
+    def reward(completions, answer, **kwargs):
+        return [match(text, a) for text, a in per_completion(completions, answer)]
+    reward.__name__ = name or match.__name__.replace("_match", "_reward")
+    reward.__doc__ = f"{match.__doc__}\n(TRL reward signature: completions, answer, **kw -> list of 0.0/1.0)"
+    return reward
+
+
+def verifier_report(reward_fn, cases, output_key="output"):
+    """Judge every case with `reward_fn` (the shared signature: the case's output as the completion,
+    every other field, e.g. `answer`, as a keyword argument, the way TRL passes dataset columns).
+    Returns a dict:
+    coverage  share of cases judged as labelled
+    fpr       false-positive rate: share of must-fail cases (label 0) that got reward 1
+    fnr       false-negative rate: share of must-pass cases (label 1) that got reward 0
+    n         number of cases;  misses  ids of the cases judged wrong
+    by_kind   {kind: coverage on that kind's cases}
+    """
+    if not cases:
+        raise ValueError("verifier_report needs at least one case")
+    got = []
+    for c in cases:  # one call per case: a verifier must judge each output on its own
+        kw = {k: [v] for k, v in c.items() if k not in (output_key, "label")}
+        r = reward_fn([c[output_key]], **kw)
+        got.append(float(r[0]) if r else 0.0)
+    got, labels = np.asarray(got), np.asarray([float(c["label"]) for c in cases])
+    pos, neg = labels == 1.0, labels == 0.0
+    wrong = (got >= 0.5) != pos
+    return {"coverage": float(1 - wrong.mean()),
+            "fpr": float((got[neg] >= 0.5).mean()) if neg.any() else 0.0,
+            "fnr": float((got[pos] < 0.5).mean()) if pos.any() else 0.0,
+            "n": len(cases), "misses": [c["id"] for c, w in zip(cases, wrong) if w],
+            "by_kind": {k: float(1 - np.mean([w for c, w in zip(cases, wrong) if c.get("kind") == k]))
+                        for k in dict.fromkeys(c.get("kind") for c in cases)}}
