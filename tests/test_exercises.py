@@ -167,6 +167,8 @@ def test_check_breaking_cases(capsys):
     def stub():
         raise NotImplementedError
     assert len(check_breaking_cases(stub)) >= 3 and "NOTE" in capsys.readouterr().out
+    from utils.notebook.exercises import breaking_cases
+    assert check_breaking_cases(breaking_cases) == breaking_cases()   # the reference passes its own check
 
 
 # ----------------------------------------------------------------------------------- Lab 03 checks

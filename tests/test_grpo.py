@@ -503,3 +503,36 @@ def test_train_grpo_eval_sets_and_distinct_answers(shipped, train):
     with pytest.raises(ValueError, match="other than 'heldout'"):
         train_grpo(copy.deepcopy(model), tok, *train, strict_reward, GRPOConfig(steps=1, batch_size=8, group_size=4),
                    eval_sets={"heldout": (ood["prompt"], ood["answer"])}, progress=False)
+
+
+def test_step_record_by_hand():
+    """Two groups of 4: rewards [1, 0, 1, 1 | 0, 0, 0, 0]; completions of lengths 2, 3 (mask) and texts
+    with 2 then 1 distinct answers per group."""
+    from types import SimpleNamespace
+
+    from utils.rl.loop import step_record
+    rewards = torch.tensor([1.0, 0, 1, 1, 0, 0, 0, 0])
+    mask = torch.tensor([[1, 1, 0]] * 4 + [[1, 1, 1]] * 4)
+    ro = SimpleNamespace(texts=["7", "8", "7", " 7", "1", "1", "1", "1"], completion_mask=mask)
+    ent = torch.full((8, 3), 0.5)
+    rec = step_record(3, rewards, ro, torch.tensor(0.25), {"kl": 0.01, "clip_frac": 0.1}, ent,
+                      GRPOConfig(batch_size=8, group_size=4))
+    assert rec["step"] == 3 and rec["reward_mean"] == 0.375
+    assert rec["reward_std"] == pytest.approx(math.sqrt(0.375 * 0.625))         # population std of 3 ones in 8
+    assert rec["zero_spread_frac"] == 0.5                                       # the second group is all 0
+    assert rec["group_reward_std"] == pytest.approx(math.sqrt(0.75 * 0.25) / 2)  # (0.433 + 0) / 2
+    assert rec["distinct_answers"] == 1.5                                       # {"7", "8"} and {"1"}
+    assert rec["entropy"] == 0.5 and rec["completion_len"] == 2.5 and rec["loss"] == 0.25
+    assert rec["kl"] == 0.01 and rec["clip_frac"] == 0.1
+    no_kl = step_record(3, rewards, ro, torch.tensor(0.25), {"kl": 0.0, "clip_frac": 0.0}, ent,
+                        GRPOConfig(batch_size=8, group_size=4, track_kl=False))
+    assert no_kl["kl"] is None                                                  # not measured, not 0
+
+
+def test_reference_logprobs_only_when_needed(shipped):
+    from utils.rl.loop import reference_logprobs
+    model, _ = shipped
+    ro = _rollout(shipped)
+    assert reference_logprobs(model, ro, GRPOConfig(track_kl=False)) is ro.logprobs   # KL term and record off
+    ref = reference_logprobs(model, ro, GRPOConfig())                             # the sampler is the reference:
+    assert torch.allclose(ref, ro.logprobs, atol=1e-5)                            # the same log-probs

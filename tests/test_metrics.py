@@ -243,3 +243,55 @@ def test_answer_logprob_matches_the_sampler_and_sums_tokens(shipped):
     assert lp[1] == pytest.approx(answer_logprob(model, tok, ["37+29="], [66])[0], abs=1e-5)  # int answers ok
     with pytest.raises(ValueError, match="differ in length"):
         answer_logprob(model, tok, ["1+1="], [])
+
+
+# ---------------------------------------------------------------- the one sampling path, the held-out evaluator
+def test_sample_in_batches_is_one_stream_cut_into_chunks(shipped, problems):
+    """The same seed gives the same samples however the prompts are batched: one seeded generator
+    carried across chunks; each chunk says which prompts it holds."""
+    from utils.eval.metrics import sample_in_batches
+    from utils.models.policy import sample
+    model, tok = shipped
+    prompts = problems[0][:10]
+    chunks = list(sample_in_batches(model, tok, prompts, k=4, seed=3, batch_size=16))   # 16 // 4 = 4 prompts each
+    assert [start for start, _ in chunks] == [0, 4, 8]
+    assert [len(r.texts) for _, r in chunks] == [16, 16, 8]
+    whole = sample(model, tok, prompts[:4], k=4, generator=torch.Generator().manual_seed(3))
+    assert chunks[0][1].texts == whole.texts                       # the first chunk: one sample() call
+    again = [t for _, r in sample_in_batches(model, tok, prompts, k=4, seed=3, batch_size=16) for t in r.texts]
+    assert again == [t for _, r in chunks for t in r.texts]
+
+
+def test_evaluate_entropy_is_on_the_same_samples(shipped, problems):
+    """entropy=True adds the mean token entropy and changes no other number (same samples)."""
+    model, tok = shipped
+    a = evaluate(model, tok, *problems, k=4, seed=2)
+    b = evaluate(model, tok, *problems, k=4, seed=2, entropy=True)
+    assert a["texts"] == b["texts"] and a["pass@4"] == b["pass@4"] and "entropy" not in a
+    assert 0 < b["entropy"] < math.log(len(tok))
+
+
+def test_eval_sets_of_and_heldout_keys_by_hand():
+    from utils.eval.metrics import eval_sets_of, heldout_keys
+    sets = eval_sets_of(["1+1="], ["2"], {"ood": (["100+1="], ["101"])})
+    assert list(sets) == ["heldout", "ood"]                       # the held-out set first
+    assert eval_sets_of() == {}
+    assert heldout_keys(sets, {"proxy": None}) == {"heldout_pass@1": None, "heldout_proxy": None, "ood_pass@1": None}
+    assert heldout_keys({}) == {"heldout_pass@1": None}
+    for bad in ({"heldout": (["a"], ["b"])}, {"ood": (["a"], [])}, {"ood": "not a pair"}):
+        with pytest.raises(ValueError, match="eval_sets"):
+            eval_sets_of(eval_sets=bad)
+    with pytest.raises(ValueError, match="together"):
+        eval_sets_of(["1+1="], None)
+
+
+def test_heldout_metrics_scores_the_first_n_with_every_reward(shipped, problems):
+    from utils.eval.metrics import HELDOUT_SEED, heldout_metrics
+    from utils.verifiers.arithmetic import any_number_reward
+    model, tok = shipped
+    ps, ys = problems
+    out = heldout_metrics(model, tok, {"heldout": (ps, ys), "again": (ps, ys)}, {"format": any_number_reward}, n=8)
+    ev = evaluate(model, tok, ps[:8], ys[:8], k=1, seed=HELDOUT_SEED)
+    assert out["heldout_pass@1"] == out["again_pass@1"] == ev["pass@1"]
+    assert out["heldout_format"] == float(np.mean(any_number_reward(ev["texts"], ys[:8])))
+    assert set(out) == {"heldout_pass@1", "again_pass@1", "heldout_format"}
