@@ -196,7 +196,7 @@ def test_bootstrap_band_contains_curve_and_shrinks_to_point():
 
 
 def test_compression_ratio_worked_example():
-    # SOURCE_NOTES: 40% / 75% before, 65% after -> 25 / 35 = 0.714
+    # the worked example in the docstring: 40% / 75% before, 65% after -> 25 / 35 = 0.714
     assert compression_ratio(0.40, 0.75, 0.65) == pytest.approx(25 / 35)
     assert compression_ratio(0.40, 0.75, 0.40) == 0.0
     assert compression_ratio(0.40, 0.75, 0.30) == pytest.approx(-10 / 35)

@@ -1,4 +1,5 @@
-"""Consistency across the course's notebooks: one shared setup cell, the anatomy DESIGN.md asks for."""
+"""Consistency across the course's notebooks: one shared setup cell, the anatomy and the exercise naming
+that CONTRIBUTING.md describes."""
 import glob
 import os
 import re

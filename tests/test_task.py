@@ -16,7 +16,7 @@ def test_format_prompt_hand_examples():
 @pytest.mark.parametrize("a, op, b, want", [
     (37, "+", 29, 66),    # 37 + 29 = 66
     (3, "-", 15, -12),    # 3 - 15 = -12
-    (12, "*", 11, 132),   # 12 * 11 = 132
+    (12, "-", 111, -99),  # 12 - 111 = -99
     (0, "-", 0, 0),
     (999, "+", 99, 1098),
 ])
@@ -24,7 +24,7 @@ def test_solve_hand_values(a, op, b, want):
     assert task.solve(a, op, b) == want
 
 
-@pytest.mark.parametrize("op", ["/", "%", "x", ""])
+@pytest.mark.parametrize("op", ["/", "%", "x", "", "*"])
 def test_solve_unknown_operator(op):
     with pytest.raises(ValueError, match="unknown operator"):
         task.solve(1, op, 2)
@@ -48,13 +48,14 @@ def test_make_problem_deterministic_and_consistent():
 
 def test_make_problem_ranges_and_ops():
     rng = random.Random(0)
-    ps = [task.make_problem(rng, lo=5, hi=6, ops="*") for _ in range(100)]
-    assert {p["op"] for p in ps} == {"*"}
+    ps = [task.make_problem(rng, lo=5, hi=6, ops="-") for _ in range(100)]
+    assert {p["op"] for p in ps} == {"-"}
     assert {p["a"] for p in ps} | {p["b"] for p in ps} <= {5, 6}
-    # 5*5=25, 5*6=30, 6*6=36: the only possible answers
-    assert {p["answer"] for p in ps} <= {"25", "30", "36"}
-    with pytest.raises(ValueError):
-        task.make_problem(rng, ops="")
+    # 5-5=0, 6-6=0, 5-6=-1, 6-5=1: the only possible answers, and all of them come up
+    assert {p["answer"] for p in ps} == {"0", "-1", "1"}
+    for bad in ("", "*", "+/"):
+        with pytest.raises(ValueError, match="ops must name"):
+            task.make_problem(rng, ops=bad)
 
 
 def test_make_problem_big_operand():
