@@ -4,7 +4,6 @@ Same signature as every verifier (signature.py)."""
 import numpy as np
 
 from utils.verifiers.arithmetic import strict_reward
-from utils.verifiers.signature import per_completion
 
 
 def random_reward(p, seed=0):
@@ -15,7 +14,7 @@ def random_reward(p, seed=0):
     rng = np.random.default_rng(seed)
 
     def reward(completions, answer=None, **kwargs):
-        return (rng.random(len(per_completion(completions))) < p).astype(float).tolist()
+        return (rng.random(len(completions)) < p).astype(float).tolist()
     reward.__name__ = f"random_reward(p={p:.3f})"
     return reward
 
