@@ -2,6 +2,31 @@
 
 Our GRPOConfig maps onto trl.GRPOConfig field by field (see to_trl_config), and the history
 comes back in the same format as utils.rl.loop.train_grpo's, so both runs share one plot.
+
+TRL 1.16's loss options, each set explicitly so that TRL optimises utils.rl.grpo.policy_loss (TRL's
+default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against ours):
+  loss_type = ours [dapo]: grpo, dapo, dr_grpo have our normalisations (dapo: tokens of the generation
+      batch, = this batch with one process and gradient_accumulation_steps = 1; dr_grpo: N * max_new_tokens)
+  epsilon, epsilon_high = eps_low, eps_high [0.2, None = epsilon]; delta = None [None]: no two-sided clip
+  importance_sampling_level = "token" [token]: a ratio per token, not GSPO's one per sequence
+  use_bias_correction_kl = False [True]: True multiplies the k3 KL by pi/pi_old,
+      which changes the loss off-policy and the gradient always when beta > 0; ours is plain k3
+  mask_truncated_completions = False [False]; off_policy_mask_threshold = None [None]
+  top_entropy_quantile = top_entropy_frac [1.0]; entropy_coef = entropy_coef [0.0]; use_adaptive_entropy
+      = False [False]; use_vllm = False [False], so the vLLM importance-sampling correction [True] is off
+  scale_rewards = "group" or "none" [group]; multi_objective_aggregation = "sum_then_normalize" [same];
+      sync_ref_model = False [False]; top_p, top_k, min_p, repetition_penalty = 1, 0, None, 1 [same]
+Differences no option removes (measured in tests/test_trl_loss.py):
+  - TRL divides advantages by the unbiased group std (G - 1), ours by the population std (G): with
+    scale_std, TRL's advantages are ours * sqrt((G - 1) / G) (0.866 for G = 4), up to the 1e-4.
+  - top_entropy_frac < 1: TRL zeroes the other tokens' policy loss but still divides by all completion
+    tokens and applies the KL on all of them; ours averages loss and KL over the kept tokens only (dapo,
+    beta = 0: TRL's loss = ours * kept / all tokens). The entropy bonus: TRL's over the kept, ours over all.
+Removed here, not by an option: TRL scores completions with model(input_ids, attention_mask) and no
+position ids, so GPT-2 (absolute positions) would see a left-padded prompt's tokens at shifted positions in
+the update, while generate() and our loop number positions from the attention mask (measured before the fix:
+1.5 nats per token apart on the padded rows of 64 training prompts, up to 10.6). train_with_trl therefore
+gives the trainer's models positions from the mask for the run (positions_from_mask).
 """
 import os
 import tempfile
@@ -19,21 +44,48 @@ TRL_KEYS = {
 
 
 def to_trl_config(cfg: GRPOConfig, output_dir):
-    """A trl.GRPOConfig with the same hyper-parameters as our config, for the CPU."""
+    """A trl.GRPOConfig with the same hyper-parameters and loss as our config, for the CPU (see the
+    module docstring for each loss option and TRL's default)."""
     import trl
 
     cfg.validate()
     return trl.GRPOConfig(
         output_dir=output_dir, max_steps=cfg.steps * cfg.updates_per_batch,  # TRL counts optimizer steps
         per_device_train_batch_size=cfg.batch_size, num_generations=cfg.group_size, learning_rate=cfg.lr,
+        gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
         lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
         weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, temperature=cfg.temperature,
+        top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,  # plain temperature sampling, as ours
         max_completion_length=cfg.max_new_tokens, epsilon=cfg.eps_low, epsilon_high=cfg.eps_high,
+        delta=None, importance_sampling_level="token",  # PPO's one-sided clip of a per-token ratio, as ours
         beta=cfg.beta, loss_type=cfg.loss_type, num_iterations=cfg.updates_per_batch,
-        scale_rewards="group" if cfg.scale_std else "none", seed=cfg.seed, data_seed=cfg.seed,
+        use_bias_correction_kl=False,  # ours is plain k3 KL; TRL's default weights it by pi/pi_old
+        sync_ref_model=False, mask_truncated_completions=False, off_policy_mask_threshold=None,
+        top_entropy_quantile=cfg.top_entropy_frac, entropy_coef=cfg.entropy_coef, use_adaptive_entropy=False,
+        use_vllm=False,  # so no vLLM importance-sampling correction either
+        scale_rewards="group" if cfg.scale_std else "none", multi_objective_aggregation="sum_then_normalize",
+        seed=cfg.seed, data_seed=cfg.seed,
         use_cpu=True, bf16=False, fp16=False, report_to="none", logging_steps=1, save_strategy="no",
         disable_dropout=True, disable_tqdm=True,
     )
+
+
+def positions_from_mask(model):
+    """Make a forward call without position ids use positions from the attention mask (0 at the first real
+    token, as utils.models.policy does), by wrapping the backbone's forward. Returns a function that undoes
+    it. Needed because TRL's scoring forward passes no position ids (see the module docstring)."""
+    from utils.models.policy import position_ids_from_mask
+
+    backbone = model.base_model
+    forward = backbone.forward
+
+    def forward_with_positions(*args, attention_mask=None, position_ids=None, **kw):
+        if position_ids is None and attention_mask is not None and attention_mask.dim() == 2:
+            position_ids = position_ids_from_mask(attention_mask)
+        return forward(*args, attention_mask=attention_mask, position_ids=position_ids, **kw)
+
+    backbone.forward = forward_with_positions
+    return lambda: vars(backbone).pop("forward", None)
 
 
 def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig, eval_prompts=None,
@@ -91,6 +143,12 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
                                   callbacks=[Recorder()])
         for cb in (PrinterCallback, ProgressCallback):  # our Recorder shows one progress bar instead
             trainer.remove_callback(cb)
-        trainer.train()
+        models = {id(m): m for m in (trainer.model, getattr(trainer, "ref_model", None)) if m is not None}
+        undo = [positions_from_mask(m) for m in models.values()]
+        try:
+            trainer.train()
+        finally:
+            for u in undo:
+                u()
     policy.eval()
     return history, trainer
