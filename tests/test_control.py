@@ -5,7 +5,16 @@ import copy
 import numpy as np
 import pytest
 
-from utils.eval.control import THRESHOLD, check_same_config, control_check, hit_rate
+from utils.eval.control import (
+    CONTROL_HARMFUL,
+    NEUTRAL,
+    NOT_ONLY_VERIFIER,
+    THRESHOLD,
+    VERDICTS,
+    check_same_config,
+    control_check,
+    hit_rate,
+)
 from utils.eval.metrics import evaluate
 from utils.rl.grpo import GRPOConfig
 from utils.tasks.arithmetic import load_split
@@ -72,6 +81,40 @@ def test_control_check_by_hand():
     assert THRESHOLD == 0.05
     edge = control_check(before, true, [run(0, {"pass@1": 0.35})])       # exactly +5: not flagged
     assert not edge["flagged"]
+    assert not ok["harmed"] and not bad["harmed"] and not edge["harmed"]
+    assert (ok["verdict"], bad["verdict"], edge["verdict"]) == (NEUTRAL, NOT_ONLY_VERIFIER, NEUTRAL)
+
+
+def test_control_check_two_sided():
+    """A random reward that costs accuracy is reported too (harmed): the control is not neutral, so the
+    true-reward gain is not a like-with-like measure of the verifier. Values exact in binary, threshold 1/16."""
+    before = {"pass@1": 0.25}
+    true = [run(0, {"pass@1": 0.5}), run(1, {"pass@1": 0.375})]          # +25, +12.5 -> +18.75
+    hurt = [run(0, {"pass@1": 0.125}), run(1, {"pass@1": 0.0625})]       # -12.5, -18.75 -> -15.625
+    out = control_check(before, true, hurt, threshold=0.0625)
+    assert out["true_gain"] == 0.1875 and out["random_gain"] == -0.15625
+    assert out["harmed"] and not out["flagged"] and out["verdict"] == CONTROL_HARMFUL
+    assert out["message"].startswith("HARMED") and "-15.6 points" in out["message"]
+    assert "not neutral" in out["message"]
+    at_minus = control_check(before, true, [run(0, {"pass@1": 0.1875})], threshold=0.0625)   # exactly -6.25
+    assert at_minus["random_gain"] == -0.0625 and not at_minus["harmed"] and at_minus["verdict"] == NEUTRAL
+    at_plus = control_check(before, true, [run(0, {"pass@1": 0.3125})], threshold=0.0625)    # exactly +6.25
+    assert at_plus["random_gain"] == 0.0625 and not at_plus["flagged"] and at_plus["verdict"] == NEUTRAL
+    # the mean decides, not one run: -12.5 and +6.25 -> -3.125, within the threshold
+    mixed = control_check(before, true, [run(0, {"pass@1": 0.125}), run(1, {"pass@1": 0.3125})], threshold=0.0625)
+    assert mixed["random_gain"] == -0.03125 and mixed["verdict"] == NEUTRAL and mixed["message"].startswith("OK")
+    assert set(out) == {"true_gain", "random_gain", "flagged", "harmed", "verdict", "message"}
+
+
+def test_control_check_verdicts_are_three_constants():
+    assert VERDICTS == (NOT_ONLY_VERIFIER, CONTROL_HARMFUL, NEUTRAL) and len(set(VERDICTS)) == 3
+    assert NOT_ONLY_VERIFIER == "not only the verifier" and CONTROL_HARMFUL == "control harmful"
+    assert NEUTRAL == "neutral control: the gain is the verifier's"
+    before = {"pass@1": 0.5}
+    for after, verdict in ((0.75, NOT_ONLY_VERIFIER), (0.25, CONTROL_HARMFUL), (0.5, NEUTRAL)):
+        out = control_check(before, [run(0, {"pass@1": 0.75})], [run(0, {"pass@1": after})])
+        assert out["verdict"] == verdict and out["verdict"] in VERDICTS and f"({verdict})" in out["message"]
+        assert out["flagged"] == (verdict == NOT_ONLY_VERIFIER) and out["harmed"] == (verdict == CONTROL_HARMFUL)
 
 
 def test_control_check_bad_inputs():

@@ -11,7 +11,7 @@ from utils.rl import grpo
 # ---------------------------------------------------------------- advantages
 def my_group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1e-4):
     r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)
-    a = r - r.mean(1, keepdim=True)
+    a = r - (r.mean(1, keepdim=True) if baseline == "mean" else r.quantile(0.5, dim=1, keepdim=True))
     if scale_std:
         a = a / (r.std(1, unbiased=False, keepdim=True) + eps)
     return a.view(-1)
@@ -49,7 +49,7 @@ def test_check_advantages_wrong_raises(wrong, capsys):
 
 
 def test_check_advantages_wrong_shape_message():
-    with pytest.raises(ExerciseError, match=r"expected shape \(8,\), got \(2, 4\)"):
+    with pytest.raises(ExerciseError, match=r"expected shape \(12,\), got \(3, 4\)"):
         check_group_advantages(lambda r, g, s=True, b="mean": my_group_advantages(r, g, s, b).view(-1, g))
 
 
@@ -216,16 +216,32 @@ def test_check_control_check(capsys):
     assert check_control_check(control_check) is control_check
 
     def no_mean(before, t, r, threshold=0.05):
-        return {"true_gain": t[0]["after"]["pass@1"] - before["pass@1"],
-                "random_gain": r[0]["after"]["pass@1"] - before["pass@1"], "flagged": False}
-    with pytest.raises(ExerciseError, match="expected true_gain 0.09"):
+        g_true, g_rand = (runs[0]["after"]["pass@1"] - before["pass@1"] for runs in (t, r))
+        return {"true_gain": g_true, "random_gain": g_rand, "flagged": False, "harmed": False}
+    with pytest.raises(ExerciseError, match="expected true_gain 0.09375"):
         check_control_check(no_mean)
 
     def at_or_above(before, t, r, threshold=0.05):
         out = control_check(before, t, r, threshold)
         return dict(out, flagged=out["random_gain"] >= threshold)
-    with pytest.raises(ExerciseError, match="exactly at the threshold"):
+    with pytest.raises(ExerciseError, match=r"exactly at \+threshold"):
         check_control_check(at_or_above)
+
+    def at_or_below(before, t, r, threshold=0.05):
+        out = control_check(before, t, r, threshold)
+        return dict(out, harmed=out["random_gain"] <= -threshold)
+    with pytest.raises(ExerciseError, match="exactly at -threshold"):
+        check_control_check(at_or_below)
+
+
+def test_check_control_check_requires_harmed():
+    """The one-sided contract (true_gain, random_gain, flagged only) is refused by name: a random reward that
+    costs 12.5 points must not read as a neutral control."""
+    def one_sided(before, t, r, threshold=0.05):
+        out = control_check(before, t, r, threshold)
+        return {k: out[k] for k in ("true_gain", "random_gain", "flagged")}
+    with pytest.raises(ExerciseError, match=r"(?s)missing \['harmed'\].*not like with like"):
+        check_control_check(one_sided)
 
 
 # ---- Lab 04

@@ -12,7 +12,13 @@ from utils.eval.metrics import evaluate, policy_report
 from utils.rl.loop import train_grpo
 from utils.verifiers.arithmetic import strict_reward
 
-THRESHOLD = 0.05  # a random-reward gain above 5 points of held-out accuracy flags the result
+THRESHOLD = 0.05  # a random-reward change of more than 5 points of held-out accuracy, either way, is reported
+# control_check's three verdicts (its "verdict" value is exactly one of these):
+NOT_ONLY_VERIFIER = "not only the verifier"  # random gain > threshold: training itself raised accuracy
+CONTROL_HARMFUL = "control harmful"  # random gain < -threshold: training itself cost accuracy
+NEUTRAL = "neutral control: the gain is the verifier's"  # the random run moved accuracy by at most the threshold
+VERDICTS = (NOT_ONLY_VERIFIER, CONTROL_HARMFUL, NEUTRAL)
+N_SHOWN = 12  # greedy answers kept per run, to show beside the numbers
 
 
 def hit_rate(model, tokenizer, prompts, answers, reward_fn=strict_reward, k=8, seed=0, max_new_tokens=8):
@@ -40,7 +46,8 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
     """Train a fresh copy of `base` once per seed. make_reward(seed) -> reward function (so a random
     reward gets its own stream per seed; for a fixed verifier: lambda seed: strict_reward).
     train, heldout: (prompts, answers). Returns a list of run dicts: seed, config (a dict),
-    history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy)."""
+    history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy), answers (the greedy
+    answers to the first N_SHOWN held-out prompts, for showing)."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds is empty: give at least one seed (three or more to see the spread)")
@@ -51,23 +58,46 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
         c = replace(cfg, seed=s)
         hist = train_grpo(policy, tokenizer, train[0], train[1], make_reward(s), c, heldout[0], heldout[1],
                           progress=progress)
+        greedy = evaluate(policy, tokenizer, heldout[0][:N_SHOWN], heldout[1][:N_SHOWN], k=1, temperature=0)
         out.append({"seed": s, "config": asdict(c), "history": hist,
-                    "after": policy_report(policy, tokenizer, heldout[0], heldout[1], seed=7)})
+                    "after": policy_report(policy, tokenizer, heldout[0], heldout[1], seed=7),
+                    "answers": list(greedy["texts"])})
     return out
 
 
 def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass@1"):
-    """Compare held-out `key` gains. before: policy_report of the base model; *_runs: lists of run dicts.
-    Returns a dict with the mean gains and `flagged` (random gain > threshold) and a message."""
+    """Compare held-out `key` gains (after minus before, a mean over runs). before: policy_report of the base
+    model; *_runs: lists of run dicts with the same config apart from the seed. Two-sided: a control must be
+    neutral, so a random-reward run that moves accuracy by more than `threshold` either way is reported.
+    Returns a dict:
+      true_gain, random_gain  the mean gains of the true-reward and the random-reward runs
+      flagged  random_gain > threshold: the random reward gained too, so the gain is not only the verifier's
+      harmed   random_gain < -threshold: training itself costs accuracy; the control is not neutral, so it
+               cannot say what share of the true reward's gain is the verifier's
+      verdict  NOT_ONLY_VERIFIER if flagged, CONTROL_HARMFUL if harmed, NEUTRAL otherwise (exactly at
+               +threshold or -threshold is NEUTRAL: the threshold itself is allowed)
+      message  the verdict in a sentence, with the numbers"""
     if not true_runs or not random_runs:
         raise ValueError("control_check needs at least one run of each condition (true and random)")
     check_same_config({"true": true_runs, "random": random_runs})
     gain = lambda runs: float(np.mean([r["after"][key] - before[key] for r in runs]))  # noqa: E731
     g_true, g_rand = gain(true_runs), gain(random_runs)
-    flagged = g_rand > threshold
-    msg = (f"FLAG: the random reward raised held-out {key} by {100 * g_rand:+.1f} points (> {100 * threshold:.0f}); "
-           f"the true reward by {100 * g_true:+.1f}. Part of the gain comes from training itself, not the verifier."
-           if flagged else
-           f"OK: the random reward changed held-out {key} by {100 * g_rand:+.1f} points (<= {100 * threshold:.0f}); "
-           f"the true reward by {100 * g_true:+.1f}. The gain is the verifier's.")
-    return {"true_gain": g_true, "random_gain": g_rand, "flagged": flagged, "message": msg}
+    flagged, harmed = g_rand > threshold, g_rand < -threshold
+    moved = (f"the random reward changed held-out {key} by {100 * g_rand:+.1f} points, "
+             f"the true reward by {100 * g_true:+.1f}")
+    if flagged:
+        verdict = NOT_ONLY_VERIFIER
+        msg = (f"FLAG ({verdict}): {moved}; the random gain is above +{100 * threshold:.0f} points. "
+               f"Part of the gain comes from training itself, not the verifier.")
+    elif harmed:
+        verdict = CONTROL_HARMFUL
+        msg = (f"HARMED ({verdict}): {moved}; the random change is below -{100 * threshold:.0f} points. "
+               f"Training itself costs accuracy, so the control is not neutral and cannot say what share of the "
+               f"true reward's gain is the verifier's: rerun both where the random reward is near neutral "
+               f"(e.g. a smaller learning rate).")
+    else:
+        verdict = NEUTRAL
+        msg = (f"OK ({verdict}): {moved}; the random change is within +/-{100 * threshold:.0f} points. "
+               f"The gain is the verifier's.")
+    return {"true_gain": g_true, "random_gain": g_rand, "flagged": flagged, "harmed": harmed, "verdict": verdict,
+            "message": msg}

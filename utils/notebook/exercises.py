@@ -41,61 +41,260 @@ def _run(name, fn, reference, cases):
     return fn
 
 
+def _first_match(got, variants, want):
+    """The first (name, message) in variants, {(name, message): value}, whose value got matches where want differs:
+    a plausible mistake the learner's result is recognised as. None if there is none."""
+    got = torch.as_tensor(got, dtype=torch.float32) if not torch.is_tensor(got) else got.detach().float()
+    for key, value in variants.items():
+        value = torch.as_tensor(value, dtype=torch.float32)
+        if value.shape == got.shape == want.shape and torch.allclose(got, value, atol=1e-5, rtol=1e-4, equal_nan=True) \
+                and not torch.allclose(want, value, atol=1e-5, rtol=1e-4, equal_nan=True):
+            return key
+    return None
+
+
+UNBIASED_STD_MESSAGE = (
+    "your advantages divide by the unbiased (sample) std, sqrt(sum (r - mean)^2 / (G - 1)): torch's default "
+    "r.std(), and the convention of TRL's GRPOTrainer and of Stanford CS336. This course divides by the population "
+    "std (G in the denominator): a group of G rewards is the whole population being normalised, not a sample from "
+    "a larger one, and it keeps a group of 2 with one right answer at +/-1 (the unbiased std gives +/-0.71). Both "
+    "conventions are defensible; this check expects r.std(1, unbiased=False, keepdim=True) + 1e-4.")
+
+
+def _advantage_variants(r, group_size, scale_std, baseline):
+    """Plausible wrong advantages on one case, {(name, what to do instead): value}, to name a learner's mistake."""
+    x = r.view(-1, group_size)                                              # [n_groups, G]
+    mid = x.median(1, keepdim=True).values if group_size % 2 else x.quantile(0.5, 1, keepdim=True)
+    base = x.mean(1, keepdim=True) if baseline == "mean" else mid
+    dev, pop = x - base, x.std(1, unbiased=False, keepdim=True)
+
+    def scaled(d, s):
+        return (d / s if scale_std else d).reshape(-1)
+    out = {
+        ("unbiased std", UNBIASED_STD_MESSAGE): scaled(dev, x.std(1, keepdim=True) + 1e-4),
+        ("no eps", "you divide by the std alone: a group whose rewards are all equal has std 0, so 0 / 0 = nan "
+                   "there (and a near-equal group blows up). Divide by std + 1e-4, which gives such a group "
+                   "advantage 0."): scaled(dev, pop),
+        ("sqrt(var + eps)", "you divide by sqrt(var + 1e-4): the eps is inside the square root, which for a group "
+                            "of near-equal rewards is about 0.01, not 1e-4. Divide by std + 1e-4 (eps outside)."):
+            scaled(dev, (x.var(1, unbiased=False, keepdim=True) + 1e-4).sqrt()),
+        ("batch mean", "you subtract the mean of the whole batch; subtract each group's own mean (view the "
+                       "rewards as [n_groups, group_size] and reduce over dim 1)."):
+            scaled(x - r.mean(), pop + 1e-4),
+        ("batch std", "you divide by the std of the whole batch; divide by each group's own std (reduce over "
+                      "dim 1 of the [n_groups, group_size] view)."): scaled(dev, r.std(unbiased=False) + 1e-4),
+        ("mean, not median", "you subtract the mean whatever `baseline` says; with baseline='median' subtract "
+                             "each group's median."): scaled(x - x.mean(1, keepdim=True), pop + 1e-4),
+        ("lower median", "for an even group the median is the mean of the two middle values "
+                         "(r.quantile(0.5, dim=1)); torch.median returns the lower one."):
+            scaled(x - x.median(1, keepdim=True).values, pop + 1e-4),
+        ("spread around the baseline", "you divide by the root mean square distance from the baseline; the std "
+                                       "is always around the group mean, whatever the baseline."):
+            scaled(dev, (dev ** 2).mean(1, keepdim=True).sqrt() + 1e-4),
+        ("always scaled", "you divide by the std even when scale_std is False (Dr. GRPO's advantages are "
+                          "r - baseline, unscaled)."): (dev / (pop + 1e-4)).reshape(-1),
+    }
+    return out
+
+
 def check_group_advantages(fn):
-    """Check fn(rewards [N], group_size, scale_std=True, baseline='mean') -> advantages [N]."""
-    r = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])  # two groups of 4
+    """Check fn(rewards [N], group_size, scale_std=True, baseline='mean') -> advantages [N]: mean and median
+    baselines (odd and even groups), with and without std scaling, several groups, an all-equal group.
+    The std is the population std (unbiased=False) plus 1e-4; a result that matches a known mistake (the
+    unbiased std of TRL and CS336, no eps, eps inside the root, batch-wide statistics, ...) is named."""
+    s3 = 3 ** 0.5 / 4                # population std of a group with one 1 and three 0s: sqrt(1/4 * 3/4)
+    s14, s29 = (14 / 3) ** 0.5, (2 / 9) ** 0.5   # population stds of [0, 1, 5] and [1, 1, 0] (worked below)
+    r = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0])  # three groups of 4
     cases = [
-        ("rewards [1,0,0,1 | 1,1,1,1], group 4, no std scaling",
-         (r, 4, False, "mean"), [0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0]),
-        ("the same, scaled by the group std (0.5 in the first group, 0 in the second)",
-         (r, 4, True, "mean"), [0.5 / 0.5001, -0.5 / 0.5001, -0.5 / 0.5001, 0.5 / 0.5001, 0, 0, 0, 0]),
-        ("rewards [1,0,0,0], group 2", (torch.tensor([1.0, 0.0, 0.0, 0.0]), 2, True, "mean"),
+        # means 0.5, 1, 0.25
+        ("rewards [1,0,0,1 | 1,1,1,1 | 1,0,0,0], group 4, no std scaling", (r, 4, False, "mean"),
+         [0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0, 0.75, -0.25, -0.25, -0.25]),
+        # population stds 0.5, 0 and sqrt(3)/4 = 0.4330 (the unbiased ones: 0.5774, 0, 0.5)
+        ("the same, scaled by each group's population std + 1e-4 (0.5, 0 and 0.4330)", (r, 4, True, "mean"),
+         [0.5 / 0.5001, -0.5 / 0.5001, -0.5 / 0.5001, 0.5 / 0.5001, 0, 0, 0, 0,
+          0.75 / (s3 + 1e-4), -0.25 / (s3 + 1e-4), -0.25 / (s3 + 1e-4), -0.25 / (s3 + 1e-4)]),
+        # one right answer in a group of 2: mean 0.5, population std 0.5 -> +/-1 (unbiased std 0.7071 -> +/-0.71)
+        ("rewards [1,0 | 0,0], group 2", (torch.tensor([1.0, 0.0, 0.0, 0.0]), 2, True, "mean"),
          [0.5 / 0.5001, -0.5 / 0.5001, 0, 0]),
+        # near-equal rewards: mean 0.0025, std 0.01 * sqrt(3)/4 = 0.00433; eps matters (sqrt(var + eps) = 0.0109)
+        ("rewards [0.01,0,0,0], group 4 (a tiny spread: where eps goes matters)",
+         (torch.tensor([0.01, 0.0, 0.0, 0.0]), 4, True, "mean"),
+         [0.0075 / (0.01 * s3 + 1e-4)] + [-0.0025 / (0.01 * s3 + 1e-4)] * 3),
+        # medians 1 and 1 (the means would be 2 and 2/3)
+        ("rewards [0,1,5 | 1,1,0], group 3 (odd), baseline 'median', no std scaling",
+         (torch.tensor([0.0, 1.0, 5.0, 1.0, 1.0, 0.0]), 3, False, "median"), [-1, 0, 4, 0, 0, -1]),
+        # the std is still around the mean: group 1 sqrt(((-2)^2 + (-1)^2 + 3^2) / 3) = sqrt(14/3) = 2.1602,
+        # group 2 (mean 2/3) sqrt(((1/3)^2 * 2 + (2/3)^2) / 3) = sqrt(2/9) = 0.4714
+        ("the same, scaled by the population std + 1e-4 (2.1602 and 0.4714)",
+         (torch.tensor([0.0, 1.0, 5.0, 1.0, 1.0, 0.0]), 3, True, "median"),
+         [-1 / (s14 + 1e-4), 0, 4 / (s14 + 1e-4), 0, 0, -1 / (s29 + 1e-4)]),
+        # even group: the median of [0,1,3,10] is (1 + 3) / 2 = 2 (torch.median would give 1); of [1,1,1,0] it is 1
+        ("rewards [0,1,3,10 | 1,1,1,0], group 4 (even), baseline 'median', no std scaling",
+         (torch.tensor([0.0, 1.0, 3.0, 10.0, 1.0, 1.0, 1.0, 0.0]), 4, False, "median"), [-2, -1, 1, 8, 0, 0, 0, -1]),
     ]
     try:
-        return _run("my_group_advantages", fn, grpo.group_advantages, cases)
-    except ExerciseError as e:
-        raise ExerciseError(f"{e}\nHint: subtract each group's mean; divide by the group's population std "
-                            f"(unbiased=False) plus 1e-4 only when scale_std is True.") from None
+        for desc, args, want in cases:
+            got, want = fn(*args), torch.as_tensor(want, dtype=torch.float32)
+            try:
+                _compare("my_group_advantages", desc, got, want)
+            except ExerciseError as e:
+                variants = _advantage_variants(*args)
+                known = _first_match(got, variants, want)
+                if known is None and torch.is_tensor(got) and not torch.isfinite(got).all():
+                    known = next(k for k in variants if k[0] == "no eps")
+                hint = known[1] if known else (
+                    "subtract each group's mean (or median: for an even group the mean of the two middle values); "
+                    "when scale_std is True divide by the group's population std (unbiased=False) plus 1e-4.")
+                raise ExerciseError(f"{e}\nHint: {hint}") from None
+    except NotImplementedError:
+        return _note("my_group_advantages", grpo.group_advantages)
+    print(f"OK: my_group_advantages matches the reference on {len(cases)} worked cases.")
+    return fn
+
+
+def _loss_variants(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len):
+    """Plausible wrong values of policy_loss on one case, {(name, what is wrong): value}, to name a mistake."""
+    m, full = mask.float(), torch.ones_like(mask, dtype=torch.float32)
+    n, t = m.shape
+    ratio, a, d = torch.exp(logp - old_logp), adv[:, None], ref_logp - logp
+    clip = ratio.clamp(1 - eps_low, 1 + eps_high)
+    k3 = torch.exp(d) - d - 1
+    surr = torch.min(ratio * a, clip * a)
+    right = -surr + beta * k3                                                     # the right per-token loss
+    aggs = {"grpo": lambda x, w: ((x * w).sum(1) / w.sum(1).clamp(min=1)).mean(),
+            "dapo": lambda x, w: (x * w).sum() / w.sum().clamp(min=1),
+            "dr_grpo": lambda x, w: (x * w).sum() / (n * (max_len or 1))}
+    agg = aggs.get(loss_type, aggs["grpo"])
+    return {
+        ("no min", "the clipped term alone: -clip(ratio) * A without the min, so a ratio the min would keep "
+                   "unclipped (ratio < 1 - eps_low with A > 0, ratio > 1 + eps_high with A < 0) is clipped too"):
+            agg(-clip * a + beta * k3, m),
+        ("max", "max instead of min: the surrogate must be the smaller (pessimistic) of the two terms"):
+            agg(-torch.max(ratio * a, clip * a) + beta * k3, m),
+        ("min before A", "min(ratio, clip(ratio)) * A: take the min of the two products ratio * A and "
+                         "clip(ratio) * A, which differs when A < 0"): agg(-torch.min(ratio, clip) * a + beta * k3, m),
+        ("no clip", "no clipping at all: -ratio * A"): agg(-ratio * a + beta * k3, m),
+        ("eps_high ignored", "clip(ratio, 1 - eps_low, 1 + eps_low): the upper bound must use eps_high"):
+            agg(-torch.min(ratio * a, ratio.clamp(1 - eps_low, 1 + eps_low) * a) + beta * k3, m),
+        ("eps_low ignored", "clip(ratio, 1 - eps_high, 1 + eps_high): the lower bound must use eps_low"):
+            agg(-torch.min(ratio * a, ratio.clamp(1 - eps_high, 1 + eps_high) * a) + beta * k3, m),
+        ("eps swapped", "clip(ratio, 1 - eps_high, 1 + eps_low): eps_low and eps_high swapped"):
+            agg(-torch.min(ratio * a, ratio.clamp(1 - eps_high, 1 + eps_low) * a) + beta * k3, m),
+        ("ratio inverted", "ratio = exp(old_logp - logp): it is pi / pi_old = exp(logp - old_logp)"):
+            agg(-torch.min(a / ratio, (1 / ratio).clamp(1 - eps_low, 1 + eps_high) * a) + beta * k3, m),
+        ("KL reversed", "the KL as exp(-d) + d - 1 with d = ref_logp - logp: its direction is reversed; "
+                        "k3 is exp(d) - d - 1"): agg(-surr + beta * (torch.exp(-d) + d - 1), m),
+        ("KL k1", "the KL as logp - ref_logp (k1, which can be negative); use k3 = exp(d) - d - 1, "
+                  "d = ref_logp - logp"): agg(-surr - beta * d, m),
+        ("KL outside", "the KL averaged over all tokens and added after aggregating the surrogate; add "
+                       "beta * k3 to each token's loss first, then aggregate both as loss_type says"):
+            agg(-surr, m) + beta * aggs["dapo"](k3, m),
+        ("no mask", "every position averaged, padding included: multiply by the mask (and count only its 1s)"):
+            agg(right, full),
+        ("mask not counted", "padding masked out of the sum but counted in the denominator"):
+            ((right * m).sum(1) / t).mean() if loss_type == "grpo" else (right * m).sum() / (n * t),
+        ("dapo", "dapo's token-level average (all tokens' sum / their count)"): aggs["dapo"](right, m),
+        ("grpo", "grpo's average (each sequence's mean over its tokens, then the mean over sequences)"):
+            aggs["grpo"](right, m),
+        ("dr_grpo", "dr_grpo's sum / (N * max_len)"): aggs["dr_grpo"](right, m),
+        ("sum / max_len", "sum / max_len: dr_grpo divides by N * max_len"): (right * m).sum() / (max_len or 1),
+        ("sum of means", "the sum of the sequences' means: grpo takes their mean"): aggs["grpo"](right, m) * n,
+        ("sign", "the sign flipped: the loss is minus the surrogate (we minimise it), plus the KL"):
+            -agg(right, m),
+    }
+
+
+def _loss_and_grad(fn, args):
+    """fn's loss on args, with logp a fresh leaf: (value, d loss / d logp or None if no gradient reaches logp)."""
+    logp = args[0].clone().requires_grad_(True)
+    loss = fn(logp, *[x.clone() if torch.is_tensor(x) else x for x in args[1:]])
+    if not (torch.is_tensor(loss) and loss.numel() == 1):
+        raise ExerciseError(f"my_policy_loss must return the loss as a scalar tensor (one number), "
+                            f"got {type(loss).__name__}{'' if not torch.is_tensor(loss) else tuple(loss.shape)}")
+    grad = None
+    if loss.requires_grad:
+        grad = torch.autograd.grad(loss.reshape(()), logp, allow_unused=True)[0]
+    return loss.detach().float().reshape(()), grad
 
 
 def check_policy_loss(fn):
     """Check fn(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
-    -> loss, a scalar tensor (policy_loss's contract)."""
-    logp = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.2]]))
-    old = torch.log(torch.tensor([[0.25, 0.5], [0.9, 0.4]]))
-    ref = torch.log(torch.tensor([[0.5, 0.25], [0.9, 0.2]]))
-    adv = torch.tensor([1.0, -1.0])
-    mask = torch.tensor([[1, 1], [1, 0]])
-    # worked by hand: ratios [[2, 1], [1, 0.5]]; clip to [0.8, 1.2]:
-    # row 0 (A=+1): min(2, 1.2) = 1.2 and 1 -> token losses -1.2, -1
-    # row 1 (A=-1): min(-1, -1) = -1 -> loss 1 (second token masked)
-    # grpo: mean(( -1.2 - 1) / 2, 1 / 1) = (-1.1 + 1) / 2 = -0.05
-    # dapo: (-1.2 - 1 + 1) / 3 = -0.4
-    cases = [("a 2-sequence batch, eps 0.2, beta 0, loss 'grpo'", (logp, old, ref, adv, mask, 0.2, 0.2, 0.0, "grpo", 2),
-              -0.05),
-             ("the same batch, loss 'dapo'", (logp, old, ref, adv, mask, 0.2, 0.2, 0.0, "dapo", 2), -0.4)]
-    # with beta = 0.1 the KL term adds 0.1 * k3 per token; k3 worked by hand:
-    # token (0,1): d = log(0.25/0.5) = -ln 2 -> 0.5 + ln 2 - 1 = 0.19315; others d = 0 -> 0
-    cases.append(("the same batch, loss 'grpo', beta 0.1", (logp, old, ref, adv, mask, 0.2, 0.2, 0.1, "grpo", 2),
-                  -0.05 + 0.1 * 0.1931472 / 2 / 2))
-    cases.append(("asymmetric clipping eps_low 0.2, eps_high 0.5, loss 'dapo'",
-                  (logp, old, ref, adv, mask, 0.2, 0.5, 0.0, "dapo", 2), (-1.5 - 1 + 1) / 3))
+    -> loss, a scalar tensor (policy_loss's contract), on worked cases that reach every branch: each side of
+    the clip for A > 0 and A < 0, asymmetric eps, the k3 KL (beta > 0), the three loss types (max_len > T),
+    and padding with garbage values. The value must match the hand-worked one and the gradient w.r.t. logp
+    must match utils.rl.grpo.policy_loss's (so a detached ratio or logp is caught)."""
+    import math
 
-    def scalar(*a):
-        loss = fn(*a)
-        if not (torch.is_tensor(loss) and loss.numel() == 1):
-            raise ExerciseError(f"my_policy_loss must return the loss as a scalar tensor (one number), "
-                                f"got {type(loss).__name__}{'' if not torch.is_tensor(loss) else tuple(loss.shape)}")
-        return loss.detach().reshape(())
-
+    ln2 = math.log(2)
+    p = torch.tensor([[0.5, 0.25, 0.55], [0.2, 0.8, 1.0]])      # pi(token), row 1's last position is padding
+    q = torch.tensor([[0.25, 0.5, 0.5], [0.4, 0.4, 1.0]])       # pi_old(token)
+    p_ref = torch.tensor([[0.5, 0.5, 0.55], [0.1, 0.8, 1.0]])   # pi_ref(token)
+    logp, old, ref = p.log(), q.log(), p_ref.log()
+    logp[1, 2], old[1, 2], ref[1, 2] = 3.0, -3.0, -10.0          # garbage at the padding: it must not matter
+    adv = torch.tensor([1.5, -0.5])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    batch = (logp, old, ref, adv, mask)
+    # worked by hand. ratios p / q: row 0 [2, 0.5, 1.1], row 1 [0.5, 2] (+ padding).
+    # eps 0.2 (clip to [0.8, 1.2]); token loss -min(ratio * A, clip(ratio) * A):
+    #   row 0, A = +1.5: ratio 2   -> min(3, 1.8) = 1.8     (the clip binds above 1 + eps_high)  -> -1.8
+    #                    ratio 0.5 -> min(0.75, 1.2) = 0.75 (below 1 - eps_low: the min keeps it) -> -0.75
+    #                    ratio 1.1 -> 1.65 (inside the clip range)                                -> -1.65
+    #   row 1, A = -0.5: ratio 0.5 -> min(-0.25, -0.4) = -0.4 (the clip binds below 1 - eps_low)  -> 0.4
+    #                    ratio 2   -> min(-1, -0.6) = -1      (above 1 + eps_high: unclipped)     -> 1
+    #   row sums -4.2 (3 tokens) and 1.4 (2 tokens): 5 tokens, sum -2.8
+    # grpo:    mean(-4.2 / 3, 1.4 / 2) = (-1.4 + 0.7) / 2 = -0.35
+    # dapo:    -2.8 / 5 = -0.56
+    # dr_grpo: -2.8 / (N * max_len) = -2.8 / (2 * 10) = -0.14  (dividing by N * T = 6, by the 5 tokens or by
+    #          max_len alone gives -0.467, -0.56 or -0.28)
+    cases = [("a 2-sequence batch, eps 0.2, beta 0, loss 'grpo'", batch + (0.2, 0.2, 0.0, "grpo", 10), -0.35),
+             ("the same batch, loss 'dapo'", batch + (0.2, 0.2, 0.0, "dapo", 10), -0.56),
+             ("the same batch, loss 'dr_grpo', max_len 10", batch + (0.2, 0.2, 0.0, "dr_grpo", 10), -0.14)]
+    # eps_low 0.2, eps_high 0.5 (clip to [0.8, 1.5]): row 0's ratio 2 -> 1.5 * 1.5 = 2.25 -> -2.25, the rest as
+    # above: row 0 sums -2.25 - 0.75 - 1.65 = -4.65, row 1 still 0.4 + 1 = 1.4; dapo: (-4.65 + 1.4) / 5 = -0.65
+    cases.append(("asymmetric clipping eps_low 0.2, eps_high 0.5, loss 'dapo'", batch + (0.2, 0.5, 0.0, "dapo", 10),
+                  -0.65))
+    # beta 0.5 adds 0.5 * k3 per token, k3 = exp(d) - d - 1 with d = ln(p_ref / p):
+    #   row 0: d = [0, ln 2, 0] -> k3 = [0, 2 - ln 2 - 1, 0] = [0, 0.30685, 0]
+    #   row 1: d = [-ln 2, 0]   -> k3 = [0.5 + ln 2 - 1, 0] = [0.19315, 0]
+    #   (the reversed exp(-d) + d - 1 swaps them: 0.19315 in row 0, 0.30685 in row 1)
+    # grpo: -0.35 + 0.5 * mean(0.30685 / 3, 0.19315 / 2) = -0.35 + (1 - ln 2) / 12 + (ln 2 - 0.5) / 8 = -0.30029
+    cases.append(("the first batch, loss 'grpo', beta 0.5", batch + (0.2, 0.2, 0.5, "grpo", 10),
+                  -0.35 + (1 - ln2) / 12 + (ln2 - 0.5) / 8))
+    # dr_grpo: (-2.8 + 0.5 * (0.30685 + 0.19315)) / 20 = (-2.8 + 0.25) / 20 = -0.1275
+    cases.append(("the first batch, loss 'dr_grpo', max_len 10, beta 0.5", batch + (0.2, 0.2, 0.5, "dr_grpo", 10),
+                  -0.1275))
+    hint = ("Hint: ratio = exp(logp - old_logp); per token take -min(ratio*A, clip(ratio, 1-eps_low, 1+eps_high)*A) "
+            "+ beta*k3 with k3 = exp(d) - d - 1, d = ref_logp - logp; then average with the mask as loss_type says "
+            "(grpo: per-sequence means, then their mean; dapo: sum / number of tokens; dr_grpo: sum / (N * max_len)).")
     try:
-        used = _run("my_policy_loss", scalar, grpo.policy_loss, cases)
-    except ExerciseError as e:
-        raise ExerciseError(f"{e}\nHint: ratio = exp(logp - old_logp); per token take "
-                            f"-min(ratio*A, clip(ratio, 1-eps_low, 1+eps_high)*A) + beta*k3; then average "
-                            f"with the mask as loss_type says.") from None
-    return grpo.policy_loss if used is grpo.policy_loss else fn
+        for desc, args, want in cases:
+            got, grad = _loss_and_grad(fn, args)
+            want = torch.tensor(want, dtype=torch.float32)
+            try:
+                _compare("my_policy_loss", desc, got, want)
+            except ExerciseError as e:
+                known = _first_match(got, _loss_variants(*args), want)
+                raise ExerciseError(f"{e}\n" + (f"Your value matches a known mistake: {known[1]}.\n" if known else "")
+                                    + hint) from None
+            leaf = args[0].clone().requires_grad_(True)                          # the reference's gradient
+            want_grad = torch.autograd.grad(grpo.policy_loss(leaf, *args[1:]), leaf)[0]
+            if grad is None or not torch.allclose(grad, want_grad, atol=1e-5, rtol=1e-4):
+                detached = ("the loss is computed from detached values (.detach(), .item(), torch.no_grad() or a "
+                            "new tensor)")
+                if grad is None:
+                    why = f"no gradient reaches logp at all: {detached}"
+                else:
+                    why = (f"no gradient reaches logp (it is 0 everywhere): {detached}; " if not grad.any() else "") \
+                        + f"d loss / d logp\n  expected {want_grad.tolist()}\n  got      {grad.tolist()}"
+                raise ExerciseError(
+                    f"my_policy_loss on {desc}: the loss value is right but its gradient is not: {why}.\n"
+                    f"Hint: the loss must be differentiable in logp, the only input that is not a constant: compute "
+                    f"ratio = exp(logp - old_logp) without detaching logp or the ratio (only old_logp and ref_logp "
+                    f"are constants), let the clip cut the gradient by itself, and keep logp in the KL term.")
+    except NotImplementedError:
+        return _note("my_policy_loss", grpo.policy_loss)
+    print(f"OK: my_policy_loss matches the reference on {len(cases)} worked cases, values and gradients.")
+    return fn
 
 
 # ----------------------------------------------------------------------------------------- Lab 02
@@ -196,7 +395,8 @@ def check_breaking_cases(fn, target=None, min_cases=3):
 def check_random_reward(fn):
     """Check fn(p, seed) -> reward function paying 1.0 with probability p whatever the completion:
     the rate on 20,000 calls is within 0.015 of p, right and wrong outputs are paid alike, the same seed
-    gives the same stream, and p outside [0, 1] raises ValueError. Returns the factory to use."""
+    gives the same stream and another seed another one, successive calls draw fresh coins, and p outside
+    [0, 1] raises ValueError. Returns the factory to use."""
     import numpy as np
 
     from utils.verifiers.spurious import random_reward
@@ -220,41 +420,71 @@ def check_random_reward(fn):
                             f"wrong ones {wrong.mean():.3f}")
     if list(fn(0.5, 3)(["x"] * 50)) != list(fn(0.5, 3)(["x"] * 50)):
         raise ExerciseError("the same seed must give the same rewards: use np.random.default_rng(seed) inside")
+    if list(fn(0.5, 3)(["x"] * 50)) == list(fn(0.5, 4)(["x"] * 50)):  # equal by chance: 1 in 2^50
+        raise ExerciseError("seeds 3 and 4 gave the same 50 rewards: the seed must choose the stream "
+                            "(np.random.default_rng(seed), not a fixed seed)")
+    reward = fn(0.5, 3)
+    if list(reward(["x"] * 50)) == list(reward(["x"] * 50)):
+        raise ExerciseError("two calls of the same reward function paid the same 50 rewards: each call must draw "
+                            "fresh coins from one stream. Create the generator once in my_random_reward, outside the "
+                            "inner function, not on every call (and draw at random, not a fixed pattern).")
     for bad in (-0.1, 1.5):
         try:
             fn(bad, 0)
         except ValueError:
             continue
         raise ExerciseError(f"my_random_reward({bad}, 0) should raise ValueError: p is a probability")
-    print("OK: my_random_reward pays at rate p, ignores the output, is seeded and rejects a bad p.")
+    print("OK: my_random_reward pays at rate p, ignores the output, is seeded (one stream per seed, fresh coins "
+          "on every call) and rejects a bad p.")
     return fn
 
 
 def check_control_check(fn):
-    """Check fn(before, true_runs, random_runs, threshold) -> dict with true_gain, random_gain, flagged
-    on worked cases (runs are dicts with an 'after' report; gains are means over runs of pass@1)."""
+    """Check fn(before, true_runs, random_runs, threshold) -> dict with true_gain, random_gain, flagged (random
+    gain > threshold) and harmed (random gain < -threshold) on worked cases, one per branch and both edges
+    (runs are dicts with an 'after' report; gains are means over runs of pass@1 after minus before).
+    A 'verdict' or 'message' key is allowed but not required."""
     from utils.eval.control import control_check
 
     def runs(*accs):
         return [{"config": {"steps": 1}, "after": {"pass@1": a}} for a in accs]
-    before = {"pass@1": 0.25}  # values exact in binary floating point, so the threshold case is exact
-    cases = [("true +12.5 and +6.25 points, random +3.125 and 0", runs(0.375, 0.3125), runs(0.28125, 0.25), 0.0625,
-              (0.09375, 0.015625, False)),
-             ("random +12.5 and +6.25 points: flagged", runs(0.5), runs(0.375, 0.3125), 0.0625, (0.25, 0.09375, True)),
-             ("random exactly at the threshold (+6.25 points): not above it", runs(0.5), runs(0.3125), 0.0625,
-              (0.25, 0.0625, False)),
-             ("random -12.5 points (it hurt)", runs(0.5), runs(0.125), 0.0625, (0.25, -0.125, False))]
+    before = {"pass@1": 0.25}  # values exact in binary floating point, so the threshold cases are exact
+    # (description, true runs, random runs, threshold, (true_gain, random_gain, flagged, harmed)), worked by hand:
+    cases = [("true +12.5 and +6.25 points (mean +9.375), random +3.125 and 0 (mean +1.5625)",
+              runs(0.375, 0.3125), runs(0.28125, 0.25), 0.0625, (0.09375, 0.015625, False, False)),
+             ("random +12.5 and +6.25 points (mean +9.375 > 6.25): flagged", runs(0.5), runs(0.375, 0.3125), 0.0625,
+              (0.25, 0.09375, True, False)),
+             ("random exactly at +threshold (+6.25 points): not above it", runs(0.5), runs(0.3125), 0.0625,
+              (0.25, 0.0625, False, False)),
+             ("random -12.5 points (< -6.25): it hurt, harmed", runs(0.5), runs(0.125), 0.0625,
+              (0.25, -0.125, False, True)),
+             ("random exactly at -threshold (-6.25 points): not below it", runs(0.5), runs(0.1875), 0.0625,
+              (0.25, -0.0625, False, False)),
+             ("random -12.5 and +6.25 points: the mean, -3.125, is within the threshold", runs(0.5),
+              runs(0.125, 0.3125), 0.0625, (0.25, -0.03125, False, False))]
     try:
         fn(before, *cases[0][1:4])
     except NotImplementedError:
         return _note("my_control_check", control_check)
-    for desc, t, r, th, (gt, gr, fl) in cases:
+    keys = ("true_gain", "random_gain", "flagged", "harmed")
+    for desc, t, r, th, want in cases:
         out = fn(before, t, r, th)
-        got = (out.get("true_gain"), out.get("random_gain"), out.get("flagged"))
-        if not (abs(got[0] - gt) < 1e-9 and abs(got[1] - gr) < 1e-9 and bool(got[2]) == fl):
-            raise ExerciseError(f"my_control_check on {desc}:\n  expected true_gain {gt:.2f}, random_gain {gr:.2f}, "
-                                f"flagged {fl}\n  got      {got}\nHint: gain = mean over runs of after['pass@1'] - "
-                                f"before['pass@1']; flag when the random gain is strictly above the threshold.")
+        missing = [k for k in keys if not isinstance(out, dict) or k not in out]
+        if missing:
+            raise ExerciseError(f"my_control_check must return a dict with the keys {list(keys)}; missing "
+                                f"{missing}. 'harmed' is True when the random gain is below -threshold: training "
+                                f"itself costs accuracy, so the control is not neutral and the comparison with the "
+                                f"true reward is not like with like.")
+        got = tuple(out[k] for k in keys)
+        if not (abs(got[0] - want[0]) < 1e-9 and abs(got[1] - want[1]) < 1e-9 and bool(got[2]) == want[2]
+                and bool(got[3]) == want[3]):
+            raise ExerciseError(
+                f"my_control_check on {desc} (threshold {th}):\n"
+                f"  expected true_gain {want[0]}, random_gain {want[1]}, flagged {want[2]}, harmed {want[3]}\n"
+                f"  got      true_gain {got[0]}, random_gain {got[1]}, flagged {got[2]}, harmed {got[3]}\n"
+                f"Hint: gain = mean over runs of after['pass@1'] - before['pass@1']; flagged when the random gain is "
+                f"strictly above +threshold, harmed when it is strictly below -threshold (exactly at either is "
+                f"neither).")
     print(f"OK: my_control_check matches the reference on {len(cases)} worked cases.")
     return fn
 
@@ -262,13 +492,16 @@ def check_control_check(fn):
 # ----------------------------------------------------------------------------------------- Lab 04
 
 def check_token_entropy(fn):
-    """Check fn(logits [N, T, V], mask [N, T]) -> mean entropy in nats over the masked positions."""
+    """Check fn(logits [N, T, V], mask [N, T]) -> mean entropy in nats over the masked positions: each
+    position where mask is 1 counts once (rows with more positions weigh more), masked positions not at all,
+    and a fully peaked distribution gives exactly 0 (no nan from 0 * log 0)."""
     import math
 
     from utils.eval.health import token_entropy
     uniform_peaked = torch.tensor([[[0.0, 0, 0, 0], [100.0, 0, 0, 0], [0.0, 0, 0, 0]]])   # [1, 3, 4]
+    u4, peak = [0.0, 0.0, 0.0, 0.0], [100.0, 0.0, 0.0, 0.0]
     cases = [
-        ("one uniform position over 4 tokens (ln 4 = 1.3863)", (uniform_peaked[:, :1], torch.ones(1, 1)),
+        ("one uniform position over 4 tokens (ln 4 = 1.3863 nats; 2 bits)", (uniform_peaked[:, :1], torch.ones(1, 1)),
          math.log(4)),
         ("uniform, then peaked, then a masked position: (ln 4 + 0) / 2", (uniform_peaked, torch.tensor([[1, 1, 0]])),
          math.log(4) / 2),
@@ -276,18 +509,29 @@ def check_token_entropy(fn):
                                                                               torch.ones(1, 1)), 0.562335),
         ("two rows, row 2 fully masked", (torch.tensor([[[0.0, 0.0]], [[5.0, -5.0]]]), torch.tensor([[1], [0]])),
          math.log(2)),
+        # row 0: two uniform positions (ln 4 each); row 1: one peaked position (0), then a masked one.
+        # Per position: (ln 4 + ln 4 + 0) / 3 = 0.9242; the mean of the rows' means would be (ln 4 + 0) / 2 = 0.6931
+        ("rows with 2 and 1 unmasked positions (entropies ln 4, ln 4 | 0): each position counts once",
+         (torch.tensor([[u4, u4], [peak, u4]]), torch.tensor([[1, 1], [1, 0]])), 2 * math.log(4) / 3),
+        # logits (1000, 0, 0, 0): softmax gives exactly (1, 0, 0, 0) in float32, so log(softmax) has log 0 = -inf and
+        # 0 * -inf = nan; log_softmax gives (0, -1000, -1000, -1000) and 0 * -1000 = 0: entropy exactly 0
+        ("a fully peaked position, logits (1000, 0, 0, 0): entropy 0", (torch.tensor([[[1000.0, 0, 0, 0]]]),
+                                                                      torch.ones(1, 1)), 0.0),
     ]
     try:
         return _run("my_token_entropy", fn, token_entropy, cases)
     except ExerciseError as e:
-        raise ExerciseError(f"{e}\nHint: log_softmax over the last axis, H = -(p * log p).sum(-1) per position, "
-                            f"then average over positions where mask is 1 (divide by mask.sum()).") from None
+        raise ExerciseError(f"{e}\nHint: log_softmax over the last axis (not log(softmax): it gives log 0 = -inf on "
+                            f"a peaked distribution), H = -(p * log p).sum(-1) per position in nats (natural log), "
+                            f"then average over all positions where mask is 1 (divide by mask.sum(), not by T and "
+                            f"not row by row).") from None
 
 
 def check_health_check(fn):
     """Check fn(history, window=5) -> set of failed check names ("spread", "entropy", "kl") against
-    utils.eval.health.health_check on worked histories, and a ValueError for an empty history or a
-    missing metric. Returns the function to use."""
+    utils.eval.health.health_check on worked histories (the default window and window=2, a history shorter
+    than the window, values exactly at the limits), and a ValueError for an empty history or a missing
+    metric. Returns the function to use."""
     from utils.eval.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check
 
     def reference(history, window=5):
@@ -305,18 +549,37 @@ def check_health_check(fn):
              ("a run that started at 0.3 nats and ends at 0.2 (floor 0.15)", [rec(ent=0.3)] * 5 + [rec(ent=0.2)] * 5),
              ("a run that started at 1.0 nats and ends at 0.4 (floor 0.5)", [rec(ent=1.0)] * 5 + [rec(ent=0.4)] * 5),
              ("a first step of 1.1 nats, then 0.35 (start: the first 5 steps' mean 0.5, floor 0.25)",
-              [rec(ent=1.1)] + [rec(ent=0.35)] * 9)]
+              [rec(ent=1.1)] + [rec(ent=0.35)] * 9),
+             # exact in binary: std 0.1 = STD_FLOOR, entropy 0.25 = 0.5 x the start 0.5, KL 10.0 = KL_CEILING
+             ("std, entropy and KL exactly at their limits (0.1, 0.25 = 0.5 x 0.5, 10.0): strictly beyond is a flag",
+              [rec()] * 5 + [rec(std=STD_FLOOR, ent=ENTROPY_RATIO * 0.5, kl=KL_CEILING)] * 5),
+             ("a 3-step history, shorter than the window (std 0.3, 0.05, 0.05: mean 0.133, not below 0.1)",
+              [rec(std=0.3), rec(std=0.05), rec(std=0.05)])]
+    windowed = [  # window 2: the last 2 steps and the first 2 steps, not 5
+        # KL: mean of the last 2 = 20 > 10 (over the last 5: (3 x 0.1 + 2 x 20) / 5 = 8.06, not above)
+        (f"window 2, KL {2 * KL_CEILING} in the last 2 of 10 steps", [rec()] * 8 + [rec(kl=2 * KL_CEILING)] * 2, 2),
+        # entropy: start = mean of the first 2 = 1.0, floor 0.5, end = mean of the last 2 = 0.45 < 0.5: flagged
+        # (with 5 for either: start (2 x 1.0 + 3 x 0.6) / 5 = 0.76, floor 0.38; end (3 x 0.6 + 2 x 0.45) / 5 = 0.54)
+        ("window 2, entropy 1.0, 1.0, then 0.6 x 6, then 0.45, 0.45",
+         [rec(ent=1.0)] * 2 + [rec(ent=0.6)] * 6 + [rec(ent=0.45)] * 2, 2)]
     try:
         fn(cases[0][1])
     except NotImplementedError:
         return _note("my_health_check", reference)
-    for desc, hist in cases:
-        got, want = fn(hist), reference(hist)
+    for desc, hist, window in [(d, h, None) for d, h in cases] + windowed:
+        want = reference(hist) if window is None else reference(hist, window=window)
+        try:
+            got = fn(hist) if window is None else fn(hist, window=window)
+        except Exception as e:
+            raise ExerciseError(f"my_health_check on {desc} raised {type(e).__name__}: {e}; expected "
+                                f"{sorted(want) or 'no flags'}") from None
         if set(got or ()) != want:
             raise ExerciseError(f"my_health_check on {desc}: expected {sorted(want) or 'no flags'}, got {got}\n"
-                                f"Hint: average each metric over the last `window` steps, then compare with "
-                                f"STD_FLOOR={STD_FLOOR}, ENTROPY_RATIO={ENTROPY_RATIO} x the mean entropy of the first "
-                                f"`window` steps, and KL_CEILING={KL_CEILING}.")
+                                f"Hint: average each metric over the last `window` steps (history[-window:], all of "
+                                f"them if the history is shorter), then compare with STD_FLOOR={STD_FLOOR} (std < "
+                                f"floor), ENTROPY_RATIO={ENTROPY_RATIO} x the mean entropy of the first `window` steps "
+                                f"(entropy < that) and KL_CEILING={KL_CEILING} (kl > ceiling); use the `window` "
+                                f"argument, not a fixed 5.")
     for desc, bad in (("an empty history", []),
                       ("a history without 'kl'", [{"group_reward_std": 0.3, "entropy": 0.5}])):
         try:
@@ -327,7 +590,8 @@ def check_health_check(fn):
             raise ExerciseError(f"my_health_check on {desc} raised {type(e).__name__}: {e}; raise a ValueError "
                                 f"that names what is missing instead") from None
         raise ExerciseError(f"my_health_check on {desc} should raise ValueError naming what is missing")
-    print(f"OK: my_health_check agrees with the reference on {len(cases)} histories and rejects bad input.")
+    print(f"OK: my_health_check agrees with the reference on {len(cases) + len(windowed)} histories and rejects bad "
+          f"input.")
     return fn
 
 

@@ -1,0 +1,513 @@
+"""Mutation tests of utils.notebook.exercises: for each check, plausible wrong implementations a learner
+might write (each one a single mistake on top of a right version), every one of which must raise
+ExerciseError; the reference must pass its own check, and a stub raising NotImplementedError must get the
+reference back. Where the check names the mistake, the message is checked too (a regex)."""
+import math
+import re
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from utils.eval.control import control_check
+from utils.eval.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check, token_entropy
+from utils.eval.metrics import pass_at_k
+from utils.notebook import exercises as ex
+from utils.notebook.exercises import ExerciseError
+from utils.rl import grpo
+from utils.verifiers.arithmetic import careful_match, last_number_match, strict_match
+from utils.verifiers.spurious import random_reward
+
+
+def rejected(check, fn, message=None):
+    """check(fn) raises ExerciseError (whose text matches `message` if given); returns the error's text."""
+    with pytest.raises(ExerciseError) as e:
+        check(fn)
+    if message is not None:
+        assert re.search(message, str(e.value), re.S), str(e.value)
+    return str(e.value)
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------ group advantages
+def advantages(rewards, group_size, scale_std=True, baseline="mean", *, mistake=None):
+    """The right group advantages, or the same with one `mistake`."""
+    r = torch.as_tensor(rewards, dtype=torch.float32)
+    x = r.view(group_size, -1).T if mistake == "interleaved groups" else r.view(-1, group_size)
+    if baseline == "median" and mistake != "median ignored":
+        if mistake == "torch.median for even groups" or group_size % 2:
+            base = x.median(1, keepdim=True).values
+        else:
+            base = x.quantile(0.5, dim=1, keepdim=True)
+    else:
+        base = x.mean(1, keepdim=True)
+    if mistake == "mean over the whole batch":
+        base = r.mean()
+    adv = x if mistake == "baseline not subtracted" else x - base
+    std = x.std(1, unbiased=mistake == "unbiased std (G - 1)", keepdim=True)
+    if mistake == "std over the whole batch":
+        std = r.std(unbiased=False)
+    if mistake == "std around the median":
+        std = ((x - base) ** 2).mean(1, keepdim=True).sqrt()
+    if scale_std or mistake == "always scaled":
+        if mistake == "no eps":
+            adv = adv / std
+        elif mistake == "sqrt(var + eps)":
+            adv = adv / (std ** 2 + 1e-4).sqrt()
+        else:
+            adv = adv / (std + (1e-8 if mistake == "eps 1e-8" else 1e-4))
+    out = adv.T if mistake == "interleaved groups" else adv
+    return out if mistake == "shape [n_groups, G]" else out.reshape(-1)
+
+
+ADVANTAGE_MUTANTS = {  # mistake -> what the message must say (None: only that it is rejected)
+    "unbiased std (G - 1)": r"unbiased.*TRL.*CS336.*population std.*\+/-1.*defensible.*unbiased=False",
+    "no eps": r"0 / 0 = nan",
+    "sqrt(var + eps)": r"sqrt\(var \+ 1e-4\)",
+    "eps 1e-8": r"plus 1e-4",
+    "mean over the whole batch": r"mean of the whole batch",
+    "std over the whole batch": r"std of the whole batch",
+    "median ignored": r"whatever `baseline` says",
+    "torch.median for even groups": r"two middle values",
+    "std around the median": r"around the group mean",
+    "always scaled": r"even when scale_std is False",
+    "baseline not subtracted": None,
+    "interleaved groups": None,
+    "shape [n_groups, G]": r"expected shape \(12,\), got \(3, 4\)",
+}
+
+
+@pytest.mark.parametrize("mistake", list(ADVANTAGE_MUTANTS))
+def test_group_advantages_mutant_rejected(mistake):
+    rejected(ex.check_group_advantages, partial(advantages, mistake=mistake), ADVANTAGE_MUTANTS[mistake])
+
+
+def test_group_advantages_unbiased_std_is_recognised_as_a_convention():
+    text = rejected(ex.check_group_advantages, partial(advantages, mistake="unbiased std (G - 1)"))
+    assert "unbiased" in text and "TRL" in text and "CS336" in text and "unbiased=False" in text
+
+
+def test_group_advantages_reference_and_stub(capsys):
+    assert ex.check_group_advantages(grpo.group_advantages) is grpo.group_advantages
+    right = partial(advantages, mistake=None)
+    assert ex.check_group_advantages(right) is right
+    assert capsys.readouterr().out.count("OK") == 2
+    assert ex.check_group_advantages(stub) is grpo.group_advantages and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------ policy loss
+def loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", max_len=None,
+         *, mistake=None):
+    """The right GRPO loss, or the same with one `mistake`."""
+    m = torch.ones_like(mask, dtype=torch.float32) if mistake == "mask ignored" else mask.float()
+    n, t = m.shape
+    if mistake == "logp detached (a surrogate of constants)":
+        logp = logp.detach()
+    ratio = torch.exp(old_logp - logp) if mistake == "ratio inverted" else torch.exp(logp - old_logp)
+    if mistake == "ratio detached":
+        ratio = ratio.detach()
+    lo, hi = {"eps_high ignored": (eps_low, eps_low), "eps_low ignored": (eps_high, eps_high),
+              "eps swapped": (eps_high, eps_low), "no clip": (1e9, 1e9)}.get(mistake, (eps_low, eps_high))
+    clip = (ratio.detach() if mistake == "clipped term detached" else ratio).clamp(1 - lo, 1 + hi)
+    a = adv[:, None]
+    if mistake == "no min (clip only)":
+        surr = clip * a
+    elif mistake == "max instead of min":
+        surr = torch.max(ratio * a, clip * a)
+    elif mistake == "min over ratios, then times A":
+        surr = torch.min(ratio, clip) * a
+    else:
+        surr = torch.min(ratio * a, clip * a)
+    d = ref_logp - logp
+    kl = {"KL direction reversed": torch.exp(-d) + d - 1, "KL k1 (logp - ref)": -d}.get(mistake, torch.exp(d) - d - 1)
+    kl_inside = mistake not in ("KL dropped", "KL outside, token mean", "KL outside, unmasked")
+    per_token = -surr + (beta * kl if kl_inside else 0)
+    if mistake == "sign flipped":
+        per_token = surr + beta * kl
+    kind = "dapo" if (mistake, loss_type) in (("grpo as token mean", "grpo"),
+                                              ("dr_grpo divides by token count", "dr_grpo")) else loss_type
+    if kind == "grpo":
+        denom = t if mistake == "grpo divides by T" else m.sum(1).clamp(min=1)
+        rows = (per_token * m).sum(1) / denom
+        out = rows.sum() if mistake == "grpo sums the sequences' means" else rows.mean()
+    elif kind == "dapo":
+        out = (per_token * m).sum() / (n * t if mistake == "dapo divides by N * T" else m.sum().clamp(min=1))
+    else:
+        out = (per_token * m).sum() / {"dr_grpo divides by N * T": n * t,
+                                       "dr_grpo divides by max_len only": max_len}.get(mistake, n * max_len)
+    if mistake == "KL outside, token mean":
+        out = out + beta * (kl * m).sum() / m.sum()
+    if mistake == "KL outside, unmasked":
+        out = out + beta * kl.mean()
+    if mistake == "returns (loss, stats)":
+        return out, {}
+    if mistake == "returns a float":
+        return out.item()
+    return out
+
+
+GRADIENT = r"the loss value is right but its gradient is not"
+LOSS_MUTANTS = {
+    "no min (clip only)": r"known mistake: the clipped term alone",
+    "max instead of min": r"known mistake: max instead of min",
+    "min over ratios, then times A": r"known mistake: min\(ratio, clip\(ratio\)\) \* A",
+    "no clip": r"known mistake: no clipping",
+    "ratio detached": GRADIENT + r": no gradient reaches logp",  # 0 * KL keeps a (zero) graph: "0 everywhere"
+    "logp detached (a surrogate of constants)": GRADIENT,
+    "clipped term detached": GRADIENT + r": d loss / d logp",
+    "ratio inverted": r"known mistake: ratio = exp\(old_logp - logp\)",
+    "eps_high ignored": r"known mistake: clip\(ratio, 1 - eps_low, 1 \+ eps_low\)",
+    "eps_low ignored": r"known mistake: clip\(ratio, 1 - eps_high, 1 \+ eps_high\)",
+    "eps swapped": r"known mistake: clip\(ratio, 1 - eps_high, 1 \+ eps_low\)",
+    "KL direction reversed": r"known mistake: the KL as exp\(-d\) \+ d - 1",
+    "KL k1 (logp - ref)": r"known mistake: the KL as logp - ref_logp",
+    "KL dropped": r"beta 0.5",
+    "KL outside, token mean": r"known mistake: the KL averaged over all tokens",
+    "KL outside, unmasked": r"beta 0.5",
+    "mask ignored": r"known mistake: every position averaged, padding included",
+    "grpo divides by T": r"known mistake: padding masked out of the sum but counted",
+    "grpo as token mean": r"known mistake: dapo's token-level average",
+    "grpo sums the sequences' means": r"known mistake: the sum of the sequences' means",
+    "dapo divides by N * T": r"known mistake: padding masked out of the sum but counted",
+    "dr_grpo divides by token count": r"'dr_grpo'.*known mistake: dapo's token-level average",
+    "dr_grpo divides by N * T": r"'dr_grpo'.*known mistake: padding masked out of the sum but counted",
+    "dr_grpo divides by max_len only": r"known mistake: sum / max_len",
+    "sign flipped": r"known mistake: the sign flipped",
+    "returns (loss, stats)": r"scalar tensor",
+    "returns a float": r"scalar tensor",
+}
+
+
+@pytest.mark.parametrize("mistake", list(LOSS_MUTANTS))
+def test_policy_loss_mutant_rejected(mistake):
+    rejected(ex.check_policy_loss, partial(loss, mistake=mistake), LOSS_MUTANTS[mistake])
+
+
+def test_policy_loss_right_version_passes_and_matches_the_reference_gradient(capsys):
+    right = partial(loss, mistake=None)
+    assert ex.check_policy_loss(right) is right
+    assert ex.check_policy_loss(grpo.policy_loss) is grpo.policy_loss
+    assert capsys.readouterr().out.count("values and gradients") == 2
+    assert ex.check_policy_loss(stub) is grpo.policy_loss and "NOTE" in capsys.readouterr().out
+
+
+def test_policy_loss_gradient_message_shows_both_gradients():
+    text = rejected(ex.check_policy_loss, partial(loss, mistake="clipped term detached"))
+    assert "expected [[" in text and "got      [[" in text and "Hint" in text
+
+
+# ---------------------------------------------------------------------------------------- token entropy
+def entropy(logits, mask, *, mistake=None):
+    """The right masked mean entropy, or the same with one `mistake`."""
+    logp = F.log_softmax(logits.float(), 1 if mistake == "softmax over the positions" else -1)
+    if mistake == "log(softmax)":
+        p = torch.softmax(logits.float(), -1)
+        logp = torch.log(p)
+    ent = -(logp.exp() * logp).sum(-1)                                     # [N, T]
+    if mistake == "bits (log2)":
+        ent = ent / math.log(2)
+    m = mask.float()
+    if mistake == "no mask":
+        return ent.mean()
+    if mistake == "divides by N * T":
+        return (ent * m).sum() / m.numel()
+    if mistake == "mean of per-row means":
+        return ((ent * m).sum(1) / m.sum(1).clamp(min=1))[m.sum(1) > 0].mean()
+    if mistake == "sum, not mean":
+        return (ent * m).sum()
+    return (ent * m).sum() / m.sum().clamp(min=1)
+
+
+ENTROPY_MUTANTS = {"no mask": r"masked position", "divides by N * T": r"masked position",
+                   "mean of per-row means": r"each position counts once", "log(softmax)": r"got +\[?nan",
+                   "bits (log2)": r"ln 4 = 1.3863 nats.*got +2.0", "softmax over the positions": r"expected",
+                   "sum, not mean": r"expected"}
+
+
+@pytest.mark.parametrize("mistake", list(ENTROPY_MUTANTS))
+def test_token_entropy_mutant_rejected(mistake):
+    rejected(ex.check_token_entropy, partial(entropy, mistake=mistake), ENTROPY_MUTANTS[mistake])
+
+
+def test_token_entropy_reference_and_stub(capsys):
+    assert ex.check_token_entropy(token_entropy) is token_entropy
+    right = partial(entropy, mistake=None)
+    assert ex.check_token_entropy(right) is right
+    assert ex.check_token_entropy(stub) is token_entropy and "NOTE" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------- health check
+def health(history, window=5, *, mistake=None):
+    """The right set of failed checks, or the same with one `mistake`."""
+    if not history:
+        if mistake == "no validation":
+            return set()
+        raise ValueError("the history is empty")
+    w = 5 if mistake == "window ignored (always 5)" else window
+    if mistake == "last step only":
+        w = 1
+    if mistake == "raises when shorter than the window" and len(history) < w:
+        raise ValueError(f"need at least {w} steps")
+    last = history[len(history) - w:] if mistake == "history[len - window:]" else history[-w:]
+    if mistake == "mean over the whole history":
+        last = history
+    keys = ("group_reward_std", "entropy", "kl")
+    missing = sorted({k for r in last for k in keys if r.get(k) is None})
+    if missing:
+        raise ValueError(f"the history lacks {missing}")
+    mean = {k: float(np.mean([r[k] for r in last])) for k in keys}
+    head = history[:5] if mistake == "start over the first 5 steps whatever the window" else history[:w]
+    start = history[0]["entropy"] if mistake == "start from the first step" else float(np.mean([r["entropy"]
+                                                                                             for r in head]))
+    floor = 0.25 if mistake == "absolute floor 0.25 nats" else ENTROPY_RATIO * start
+    at = mistake == "limits included (<=, >=)"
+    failed = set()
+    if mean["group_reward_std"] < STD_FLOOR or (at and mean["group_reward_std"] == STD_FLOOR):
+        failed.add("spread")
+    if mean["entropy"] < floor or (at and mean["entropy"] == floor):
+        failed.add("entropy")
+    if mean["kl"] > KL_CEILING or (at and mean["kl"] == KL_CEILING):
+        failed.add("kl")
+    return failed
+
+
+HEALTH_MUTANTS = {
+    "no validation": r"empty history",
+    "window ignored (always 5)": r"window 2",
+    "last step only": r"one bad step",
+    "raises when shorter than the window": r"3-step history.*raised ValueError",
+    "history[len - window:]": r"3-step history",
+    "mean over the whole history": r"entropy 0.5 -> 0.225 at the end",
+    "start over the first 5 steps whatever the window": r"window 2, entropy",
+    "start from the first step": r"first step of 1.1",
+    "absolute floor 0.25 nats": r"started at",
+    "limits included (<=, >=)": r"exactly at their limits",
+}
+
+
+@pytest.mark.parametrize("mistake", list(HEALTH_MUTANTS))
+def test_health_check_mutant_rejected(mistake):
+    rejected(ex.check_health_check, partial(health, mistake=mistake), HEALTH_MUTANTS[mistake])
+
+
+def test_health_check_reference_and_stub(capsys):
+    right = partial(health, mistake=None)
+    assert ex.check_health_check(right) is right
+    fallback = ex.check_health_check(stub)
+    assert "NOTE" in capsys.readouterr().out
+    hist = [{"group_reward_std": 0.3, "entropy": 0.5, "kl": 0.1}] * 5 + [{"group_reward_std": 0.0, "entropy": 0.1,
+                                                                           "kl": 20.0}] * 5
+    assert fallback(hist) == set(health_check(hist)["failed"]) == {"spread", "entropy", "kl"}
+    assert ex.check_health_check(fallback) is fallback       # the fallback passes its own check
+
+
+# ------------------------------------------------------------------------------------------ control check
+def control(before, true_runs, random_runs, threshold=0.05, *, mistake=None):
+    """The right control check, or the same with one `mistake`."""
+    def gain(runs):
+        gains = [r["after"]["pass@1"] - before["pass@1"] for r in runs]
+        return {"first run only": gains[0], "sum over runs": sum(gains)}.get(mistake, float(np.mean(gains)))
+    g_true, g_rand = gain(true_runs), gain(random_runs)
+    if mistake == "random gain relative to the true gain":
+        g_rand = g_rand - g_true
+    flagged = g_rand >= threshold if mistake == "flag at the threshold (>=)" else g_rand > threshold
+    harmed = {"harmed at the threshold (<=)": g_rand <= -threshold, "harmed by any loss (< 0)": g_rand < 0,
+              "harmed never (one-sided)": False}.get(mistake, g_rand < -threshold)
+    if mistake == "two-sided flag, harmed unused":
+        flagged, harmed = abs(g_rand) > threshold, False
+    if mistake == "flag on either side":
+        flagged = abs(g_rand) > threshold
+    out = {"true_gain": g_true, "random_gain": g_rand, "flagged": flagged, "harmed": harmed}
+    if mistake == "old contract (no harmed)":
+        del out["harmed"]
+    return out
+
+
+CONTROL_MUTANTS = {
+    "old contract (no harmed)": r"missing \['harmed'\]",
+    "first run only": r"expected true_gain 0.09375",
+    "sum over runs": r"expected true_gain 0.09375",
+    "random gain relative to the true gain": r"expected",
+    "flag at the threshold (>=)": r"exactly at \+threshold",
+    "harmed at the threshold (<=)": r"exactly at -threshold",
+    "harmed by any loss (< 0)": r"exactly at -threshold",
+    "harmed never (one-sided)": r"it hurt, harmed",
+    "two-sided flag, harmed unused": r"it hurt, harmed",
+    "flag on either side": r"it hurt, harmed",
+}
+
+
+@pytest.mark.parametrize("mistake", list(CONTROL_MUTANTS))
+def test_control_check_mutant_rejected(mistake):
+    rejected(ex.check_control_check, partial(control, mistake=mistake), CONTROL_MUTANTS[mistake])
+
+
+def test_control_check_reference_and_stub(capsys):
+    assert ex.check_control_check(control_check) is control_check
+    right = partial(control, mistake=None)
+    assert ex.check_control_check(right) is right
+    assert ex.check_control_check(stub) is control_check and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------ random reward
+def coin(p, seed=0, *, mistake=None):
+    """The right random reward factory, or the same with one `mistake`."""
+    if mistake != "no range check" and not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    if mistake == "rate off by 0.1":
+        p = min(1.0, p + 0.1)
+    rng = np.random.default_rng(0 if mistake == "seed ignored (always 0)" else
+                                None if mistake == "unseeded" else seed)
+
+    def reward(completions, answer=None, **kwargs):
+        n = len(completions)
+        if mistake == "a fixed pattern (the first p * n pay)":
+            return [float(i < p * n) for i in range(n)]
+        if mistake == "generator made on every call":
+            return (np.random.default_rng(seed).random(n) < p).astype(float).tolist()
+        if mistake == "pays right answers":
+            return [float(t == "66") for t in completions]
+        return (rng.random(n) < p).astype(float).tolist()
+    return reward
+
+
+RANDOM_MUTANTS = {"no range check": r"should raise ValueError", "rate off by 0.1": r"expected about",
+                  "seed ignored (always 0)": r"seeds 3 and 4", "unseeded": r"same seed",
+                  "a fixed pattern (the first p * n pay)": r"seeds 3 and 4",
+                  "generator made on every call": r"two calls", "pays right answers": r"expected about"}
+
+
+@pytest.mark.parametrize("mistake", list(RANDOM_MUTANTS))
+def test_random_reward_mutant_rejected(mistake):
+    rejected(ex.check_random_reward, partial(coin, mistake=mistake), RANDOM_MUTANTS[mistake])
+
+
+def test_random_reward_reference_and_stub(capsys):
+    assert ex.check_random_reward(random_reward) is random_reward
+    right = partial(coin, mistake=None)
+    assert ex.check_random_reward(right) is right
+    assert ex.check_random_reward(stub) is random_reward and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------ careful match
+def loose_commas(text, answer):
+    """Drops every comma, so '1,00' reads as 100."""
+    return careful_match(text.replace(",", ""), answer) if isinstance(text, str) else 0.0
+
+
+def plus_sign(text, answer):
+    """Accepts a leading '+'."""
+    return careful_match(text.strip()[1:], answer) if isinstance(text, str) and text.strip()[:1] == "+" \
+        else careful_match(text, answer)
+
+
+def crashes_on_none(text, answer):
+    return careful_match(text.strip(), answer)
+
+
+CAREFUL_MUTANTS = {"strict_match (too strict)": (strict_match, r"coverage"),
+                   "last_number_match (false positives)": (last_number_match, r"false positive"),
+                   "drops every comma": (loose_commas, r"false positive"), "accepts '+7'": (plus_sign, r"\+7"),
+                   "crashes on None": (crashes_on_none, r"raised AttributeError")}
+
+
+@pytest.mark.parametrize("mistake", list(CAREFUL_MUTANTS))
+def test_careful_match_mutant_rejected(mistake):
+    fn, message = CAREFUL_MUTANTS[mistake]
+    rejected(ex.check_careful_match, fn, message)
+
+
+def test_careful_match_reference_and_stub(capsys):
+    assert ex.check_careful_match(careful_match) is careful_match
+    assert ex.check_careful_match(stub) is careful_match and "NOTE" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------- breaking cases
+GOOD = [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0)]
+BREAKING_MUTANTS = {
+    "a case last_number_match gets right": (GOOD[:2] + [("66", 66, 1.0)], r"does not break it"),
+    "a wrong label": (GOOD + [("67 66", 66, 1.0)], r"careful_match says"),
+    "too few cases": (GOOD[:2], r"at least 3"),
+    "not a triple": (GOOD + [("67 66", 66)], r"not an \(output, answer, label\) triple"),
+    "the right answer labelled wrong": (GOOD + [("66", 66, 0.0)], r"careful_match says"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(BREAKING_MUTANTS))
+def test_breaking_cases_mutant_rejected(mistake):
+    cases, message = BREAKING_MUTANTS[mistake]
+    rejected(ex.check_breaking_cases, lambda: cases, message)
+
+
+def test_breaking_cases_reference_and_stub(capsys):
+    assert ex.check_breaking_cases(ex.breaking_cases) == ex.breaking_cases()
+    assert ex.check_breaking_cases(stub) == ex.breaking_cases() and "NOTE" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------------------------- pass@k
+def float_factorials(n, c, k):
+    """1 - C(n-c, k) / C(n, k) from factorials as floats: 1024! overflows float64. (The binomials themselves
+    fit, C(1024, 512) = 4.5e306, so float(math.comb(...)) is not a mistake at n = 1024.)"""
+    if not (1 <= k <= n and 0 <= c <= n):
+        raise ValueError("bad counts")
+
+    def comb(a, b):
+        return float(math.factorial(a)) / (float(math.factorial(b)) * float(math.factorial(a - b))) if b <= a else 0.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def plug_in(n, c, k):
+    """The biased plug-in estimate 1 - (1 - c/n)^k."""
+    if not (1 <= k <= n and 0 <= c <= n):
+        raise ValueError("bad counts")
+    return 1.0 - (1.0 - c / n) ** k
+
+
+def off_by_one(n, c, k):
+    """The product over n - c .. n instead of n - c + 1 .. n."""
+    if not (1 <= k <= n and 0 <= c <= n):
+        raise ValueError("bad counts")
+    return 1.0 if n - c < k else float(1.0 - np.prod(1.0 - k / np.arange(max(n - c, 1), n + 1)))
+
+
+def no_validation(n, c, k):
+    return 1.0 if n - c < k else float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def share_correct(n, c, k):
+    """c / n, right for k = 1 only."""
+    if not (1 <= k <= n and 0 <= c <= n):
+        raise ValueError("bad counts")
+    return c / n
+
+
+PASS_MUTANTS = {"plug-in 1 - (1 - c/n)^k": (plug_in, r"expected"), "c / n for every k": (share_correct, r"expected"),
+                "factorials as floats": (float_factorials, r"OverflowError.*product form"),
+                "product off by one": (off_by_one, r"expected"),
+                "no validation": (no_validation, r"should raise ValueError")}
+
+
+@pytest.mark.parametrize("mistake", list(PASS_MUTANTS))
+def test_pass_at_k_mutant_rejected(mistake):
+    fn, message = PASS_MUTANTS[mistake]
+    rejected(ex.check_pass_at_k, fn, message)
+
+
+def test_pass_at_k_reference_and_stub(capsys):
+    assert ex.check_pass_at_k(pass_at_k) is pass_at_k
+    assert ex.check_pass_at_k(stub) is pass_at_k and "NOTE" in capsys.readouterr().out
+
+
+def test_every_check_has_mutants():
+    """Each check in exercises.py is exercised by a mutant list above."""
+    covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
+               "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
+               "check_pass_at_k"}
+    assert covered == {n for n in dir(ex) if n.startswith("check_")}
+    assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
+                                     CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS))
