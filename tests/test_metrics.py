@@ -204,7 +204,7 @@ def test_compression_ratio_worked_example():
 
 
 @pytest.mark.parametrize("d1, dk, want", [
-    (0.25, 0.02, "pure compression"), (0.25, 0.10, "real gain plus compression"),
+    (0.25, 0.02, "compression (sharpening or re-ranking"), (0.25, 0.10, "more reached at this k"),
     (-0.2, -0.3, "mode collapse"), (0.25, -0.10, "cost of coverage"), (0.0, 0.0, "no clear change"),
     (0.01, -0.30, "coverage lost"), (-0.10, 0.0, "pass@1 down"), (0.0, 0.05, "wider coverage")])
 def test_read_pass_at_k(d1, dk, want):
@@ -295,3 +295,28 @@ def test_heldout_metrics_scores_the_first_n_with_every_reward(shipped, problems)
     assert out["heldout_pass@1"] == out["again_pass@1"] == ev["pass@1"]
     assert out["heldout_format"] == float(np.mean(any_number_reward(ev["texts"], ys[:8])))
     assert set(out) == {"heldout_pass@1", "again_pass@1", "heldout_format"}
+
+
+from utils.eval.metrics import guess_pass_at_k, guess_rate, largest_k_under  # noqa: E402
+
+
+def test_guess_rate_by_hand():
+    assert guess_rate("7") == 1 / 10 and guess_rate("0") == 1 / 10 and guess_rate("-7") == 1 / 9
+    assert guess_rate("66") == 1 / 90 and guess_rate("-12") == 1 / 90 and guess_rate(" 100 ") == 1 / 900
+    assert guess_rate("-1234") == 1 / 9000
+    for bad in ("", "1.5", "x", None):
+        with pytest.raises(ValueError, match="integer answer"):
+            guess_rate(bad)
+
+
+def test_guess_pass_at_k_by_hand():
+    got = guess_pass_at_k(["66", "7"], [1, 2, 10])
+    assert got.shape == (2, 3)
+    assert got[0] == pytest.approx([1 / 90, 1 - (89 / 90) ** 2, 1 - (89 / 90) ** 10])
+    assert got[1] == pytest.approx([0.1, 0.19, 1 - 0.9 ** 10])
+
+
+def test_largest_k_under():
+    assert largest_k_under([0.01, 0.04, 0.06, 0.2], [1, 2, 4, 8]) == 2
+    assert largest_k_under([0.01, 0.04], [1, 2], level=0.05) == 2
+    assert largest_k_under([0.1, 0.2], [1, 2]) is None

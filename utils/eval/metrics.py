@@ -189,20 +189,25 @@ def bootstrap_pass_at_k(correct, n, ks, n_boot=1000, level=0.95, seed=0):
 
 def compression_ratio(before_1, before_k, after_1):
     """Share of the base model's pass@1-to-pass@k gap that the trained model's pass@1 closed:
-    (after pass@1 - before pass@1) / (before pass@k - before pass@1). Above about 0.7 the gain is
-    mostly search compression (40/75 -> 65/77 gives 25/35 = 0.71). nan if there is no gap."""
+    (after pass@1 - before pass@1) / (before pass@k - before pass@1); the worked example 40/75 -> 65/77
+    gives 25/35 = 0.71. "Above about 0.7 the gain is mostly search compression" is a practitioners' rule of
+    thumb for small k (the example's k = 8), not a published result; the ratio falls as k grows even when
+    nothing changes (the gap widens), so read it at one k, never against a fixed 0.7 at every k.
+    nan if there is no gap."""
     gap = before_k - before_1
     return float((after_1 - before_1) / gap) if gap > 0 else float("nan")
 
 
 def read_pass_at_k(d1, dk, tol=0.02):
-    """The interpretation table: d1, dk are the changes in pass@1 and pass@k (fractions)."""
+    """The interpretation table: d1, dk are the changes in pass@1 and pass@k (fractions). tol is the
+    course's own fixed tolerance (2 points), not a significance test: test a difference with a paired
+    bootstrap before claiming it."""
     if d1 < -tol and dk < -tol:
         return "both down: mode collapse"
     if d1 > tol and dk > tol:
-        return "pass@1 up and pass@k up: real gain plus compression"
+        return "pass@1 up and pass@k up: more reached at this k (capability only where guessing cannot reach it)"
     if d1 > tol and abs(dk) <= tol:
-        return "pass@1 up, pass@k flat: pure compression"
+        return "pass@1 up, pass@k flat: compression (sharpening or re-ranking within support)"
     if d1 > tol and dk < -tol:
         return "pass@1 up, pass@k down: compression at the cost of coverage"
     if abs(d1) <= tol and dk < -tol:
@@ -212,3 +217,32 @@ def read_pass_at_k(d1, dk, tol=0.02):
     if abs(d1) <= tol and dk > tol:
         return "pass@1 flat, pass@k up: wider coverage"
     return "no clear change"
+
+
+# ------------------------------------------------------------------------- guessing baseline (Lab 05)
+
+def guess_rate(answer):
+    """The chance that one guess is right for a guesser that knows the answer's sign and number of digits
+    and picks uniformly among the integers of that shape: 1/10 for one digit (0-9), 1/9 for -1..-9, and
+    1/(9 * 10^(d-1)) for d >= 2 digits ("66": 1/90, "-123": 1/900). answer: the right answer as text.
+    A generous guesser: it is told the length and sign, which the model has to work out."""
+    digits = str(answer).strip().lstrip("-")
+    if not digits.isdigit():
+        raise ValueError(f"guess_rate needs an integer answer as text, like '66' or '-12'; got {answer!r}")
+    if len(digits) == 1:
+        return 1 / 9 if str(answer).strip().startswith("-") else 1 / 10
+    return 1 / (9 * 10 ** (len(digits) - 1))
+
+
+def guess_pass_at_k(answers, ks):
+    """pass@k of that guesser: [P, len(ks)], 1 - (1 - q)^k with q = guess_rate(answer), k independent
+    guesses (with replacement, as sampling is). What pass@k would be with no skill beyond the answer's shape."""
+    q = np.array([guess_rate(a) for a in answers])[:, None]       # [P, 1]
+    return 1 - (1 - q) ** np.asarray(ks)[None, :]                  # [P, K]
+
+
+def largest_k_under(curve, ks, level=0.05):
+    """The largest k in ks whose value in curve [len(ks)] stays under level (the guessing curve rises with
+    k). Returns None if even the smallest k is at or over the level."""
+    under = [k for k, v in zip(ks, curve) if v < level]
+    return int(max(under)) if under else None
