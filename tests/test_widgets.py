@@ -117,3 +117,165 @@ def test_answer_distribution_explorer_widget():
     assert step.options == (0,) and step.value == 0
     with pytest.raises(ValueError, match="non-empty"):
         answer_distribution_explorer({"x": {}}, [], [])
+
+
+# Lab 03's control explorer, on a synthetic benchmark in the format of benchmarks/results/lab03.json
+LAB03_CONDITIONS = ["true reward", "random, 1 update", "random, 4 clipped updates", "random, 4 updates, no clip",
+                    "wrong-answer reward", "true reward, lr 1e-5", "random, 1 update, lr 1e-5",
+                    "random, 8 clipped updates, lr 1e-5", "random, 8 updates, no clip, lr 1e-5"]
+PROMPTS, ANSWERS = ["37+29=", "5+5=", "3-15=", "1+1="], ["66", "10", "-12", "2"]
+
+
+def lab03_bench(conditions=LAB03_CONDITIONS, seeds=(0, 1, 2), answers=True):
+    """One run per (condition, seed); run i's numbers are i / 100 etc., so that each is recognisable."""
+    runs = []
+    for i, (c, s) in enumerate((c, s) for c in conditions for s in seeds):
+        lr = 1e-5 if "lr 1e-5" in c else 1e-4
+        run = {"seed": s, "config": {"lr": lr, "seed": s}, "condition": c, "seconds": 1.0, "clip_frac": 0.0,
+               "after": {"greedy": i / 100, "pass@1": 0.2, "pass@8": 0.5, "entropy": 0.6},
+               "curve": [[20, 0.1 + i / 1000], [40, 0.2], [60, 0.3]]}
+        if answers:
+            run["answers"] = ["66", "11", f"-{i}", ""]
+        runs.append(run)
+    return {"config": {"eval_n": 500}, "p": 0.3, "runs": runs,
+            "before": {"greedy": 0.4, "pass@1": 0.27, "pass@8": 0.66, "entropy": 0.58}}
+
+
+def test_control_runs_reference():
+    import matplotlib.pyplot as plt
+
+    from utils.notebook.widgets import control_runs, control_view
+
+    bench = lab03_bench()
+    run, ref, name = control_runs(bench, "random, 1 update", 1)
+    assert (run["condition"], run["seed"], ref["condition"], ref["seed"], name) == \
+        ("random, 1 update", 1, "true reward", 1, "true reward")
+    # at the small learning rate: the true reward at the same rate
+    run, ref, name = control_runs(bench, "random, 8 updates, no clip, lr 1e-5", 2)
+    assert (ref["condition"], ref["seed"], name) == ("true reward, lr 1e-5", 2, "true reward, lr 1e-5")
+    # a true-reward condition is its own reference
+    run, ref, _ = control_runs(bench, "true reward, lr 1e-5", 0)
+    assert ref is run
+    # the old benchmark had no true reward at 1e-5: fall back to the true reward at the lab's rate
+    old = lab03_bench([c for c in LAB03_CONDITIONS if c != "true reward, lr 1e-5"])
+    assert control_runs(old, "random, 1 update, lr 1e-5", 0)[2] == "true reward"
+    # no true-reward run with that seed: no reference
+    lone = lab03_bench(["true reward"], seeds=(0,))
+    lone["runs"] += lab03_bench(["random, 1 update"], seeds=(5,))["runs"]
+    assert control_runs(lone, "random, 1 update", 5)[1:] == (None, "true reward")
+    fig, summary, table = control_view(lone, "random, 1 update", 5, PROMPTS, ANSWERS)
+    assert [line.get_label() for line in fig.axes[0].get_lines()][:1] == ["random, 1 update (seed 5)"]
+    assert "<b>true reward (seed 5)</b>: not in the benchmark" in summary and "true reward" not in table
+    plt.close(fig)
+
+
+def test_control_runs_rejects_unknown():
+    from utils.notebook.widgets import control_explorer, control_runs
+
+    bench = lab03_bench()
+    with pytest.raises(ValueError, match=r"unknown condition 'random reward'.*'true reward', 'random, 1 update'"):
+        control_runs(bench, "random reward", 0)
+    with pytest.raises(ValueError, match=r"no run with seed 7; its seeds: \[0, 1, 2\]"):
+        control_runs(bench, "true reward", 7)
+    with pytest.raises(ValueError, match=r"unknown condition 'nope'.*'wrong-answer reward'"):
+        control_explorer(bench, PROMPTS, ANSWERS, default_condition="nope")
+    with pytest.raises(ValueError, match="seed 9"):
+        control_explorer(bench, PROMPTS, ANSWERS, default_seed=9)
+
+
+def test_control_answer_rows_marks_right_and_wrong():
+    from utils.notebook.widgets import _answer_table_html, control_answer_rows
+
+    mine = ["66", " 10\n", "12", ""]   # right, right (whitespace is ignored), wrong sign, empty
+    ref = ["066", "10", "-12"]          # leading zero is wrong; no answer stored for the 4th prompt
+    rows = control_answer_rows(PROMPTS, ANSWERS, mine, ref, None)
+    assert rows == [("37+29=", "66", [("66", True), ("066", False), None]),
+                    ("5+5=", "10", [(" 10\n", True), ("10", True), None]),
+                    ("3-15=", "-12", [("12", False), ("-12", True), None]),
+                    ("1+1=", "2", [("", False), None, None])]
+    table = _answer_table_html(rows, ["mine", "ref", "old run"])
+    assert table.count("&#10003;") == 4 and table.count("&#10007;") == 3
+    assert ">2/4 right<" in table and ">2/3 right<" in table and "&mdash;" in table  # the missing 4th answer
+    assert table.count("(answers not stored)") == 1 and "rowspan='4'" in table  # one cell down the column
+    assert "&#10007; <code>&empty;</code>" in table  # an empty answer is shown, and wrong
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_control_view_every_condition_and_seed(answers):
+    import matplotlib.pyplot as plt
+
+    from utils.notebook.widgets import control_view
+
+    bench = lab03_bench(answers=answers)
+    for c in LAB03_CONDITIONS:
+        for s in (0, 1, 2):
+            fig, summary, table = control_view(bench, c, s, PROMPTS, ANSWERS)
+            ax = fig.axes[0]
+            ref = ("true reward, lr 1e-5" if "lr 1e-5" in c else "true reward")
+            labels = [line.get_label() for line in ax.get_lines()]
+            want = [f"{c} (seed {s})"] + ([] if c == ref else [f"{ref} (seed {s})"])
+            assert labels == want + ["base model (pass@1 over 8 samples per problem)"]
+            assert list(ax.get_lines()[-1].get_ydata()) == [0.27, 0.27]   # the base model, dashed
+            assert ax.get_lines()[-1].get_linestyle() == "--"
+            assert f"seed {s}" in ax.get_title() and c in ax.get_title() and "1 sample per problem" in ax.get_title()
+            assert ax.get_xlabel() == "training step" and "accuracy, 0-1" in ax.get_ylabel()
+            i = LAB03_CONDITIONS.index(c) * 3 + s
+            assert f"<b>{c} (seed {s})</b>: greedy {i / 100:.3f}, pass@1 0.200, pass@8 0.500, entropy 0.600" in summary
+            assert f"{ref} (seed {s})" in summary and "not like with like" not in summary
+            for p in PROMPTS:
+                assert f"<code>{p}</code>" in table
+            if answers:
+                assert "(answers not stored)" not in table and f"<code>-{i}</code>" in table
+            else:
+                assert table.count("(answers not stored)") == len(want)
+            plt.close(fig)
+
+
+def test_control_view_warns_when_learning_rates_differ():
+    import matplotlib.pyplot as plt
+
+    from utils.notebook.widgets import control_view
+
+    old = lab03_bench([c for c in LAB03_CONDITIONS if c != "true reward, lr 1e-5"], answers=False)
+    fig, summary, _ = control_view(old, "random, 1 update, lr 1e-5", 0, PROMPTS, ANSWERS)
+    assert "vs true reward, seed 0" in fig.axes[0].get_title()
+    assert "reference ran at lr 0.0001, this run at lr 1e-05: not like with like" in summary
+    plt.close(fig)
+
+
+def test_control_explorer_widget():
+    from utils.notebook.widgets import control_explorer
+
+    bench = lab03_bench()
+    bench["runs"] = [r for r in bench["runs"] if not (r["condition"] == "wrong-answer reward" and r["seed"])]
+    box = control_explorer(bench, PROMPTS, ANSWERS)
+    (condition, seed), summary, (out, table) = box.children[0].children, box.children[1], box.children[2].children
+    assert isinstance(condition, w.Dropdown) and isinstance(seed, w.ToggleButtons) and isinstance(out, w.Output)
+    assert list(condition.options) == LAB03_CONDITIONS and condition.value == "random, 1 update"
+    assert seed.options == (0, 1, 2) and seed.value == 0
+    for c in LAB03_CONDITIONS:
+        condition.value = c
+        for s in seed.options:
+            seed.value = s
+            assert f"<b>{c} (seed {s})</b>" in summary.value and "&#10003;" in table.value
+    # the seed buttons follow the condition's seeds, and keep the seed when the new condition has it
+    seed.value = 2
+    condition.value = "wrong-answer reward"
+    assert seed.options == (0,) and seed.value == 0 and "wrong-answer reward (seed 0)" in summary.value
+    condition.value = "true reward"
+    assert seed.options == (0, 1, 2) and seed.value == 0
+    seed.value = 2
+    condition.value = "random, 1 update"
+    assert seed.value == 2 and "true reward (seed 2)" in summary.value
+
+
+def test_control_explorer_default_prompts_and_old_bench():
+    from utils.eval.control import N_SHOWN
+    from utils.notebook.widgets import control_explorer
+    from utils.tasks.arithmetic import load_split
+
+    box = control_explorer(lab03_bench(answers=False), default_condition="wrong-answer reward", default_seed=1)
+    table = box.children[2].children[1].value
+    test = load_split("test", n=N_SHOWN)
+    assert all(f"<code>{p}</code>" in table for p in test["prompt"]) and N_SHOWN == 12
+    assert table.count("(answers not stored)") == 2 and "rowspan='12'" in table
