@@ -201,6 +201,91 @@ def test_policy_loss_gradient_message_shows_both_gradients():
     assert "expected [[" in text and "got      [[" in text and "Hint" in text
 
 
+# ----------------------------------------------------------------------------------- completion log-probs
+def logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *, mistake=None):
+    """The right completion log-probs [N, T], or the same with one `mistake`."""
+    ids = torch.cat([prompt_ids, completion_ids], 1)                     # [N, P+T]
+    mask = torch.cat([prompt_mask, completion_mask], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    if mistake == "no position ids":
+        pos = None
+    if mistake == "positions counted from 1":
+        pos = mask.cumsum(-1)
+    if mistake == "positions ignore the padding":
+        pos = torch.arange(ids.shape[1])[None].expand_as(ids)
+    attn = None if mistake == "no attention mask" else mask
+    logits = model(input_ids=ids, attention_mask=attn, position_ids=pos).logits   # [N, P+T, V]
+    P, T = prompt_ids.shape[1], completion_ids.shape[1]
+    start = {"off by one (P : P+T)": P, "off by one (P-2 : P+T-2)": P - 2}.get(mistake, P - 1)
+    sl = logits[:, start : start + T].float()                             # [N, T, V]
+    if mistake == "probabilities, not log":
+        lp = sl.softmax(-1)
+    elif mistake == "log_softmax over positions":
+        lp = sl.log_softmax(1)
+    elif mistake == "raw logits":
+        lp = sl
+    else:
+        lp = sl.log_softmax(-1)
+    out = lp.gather(-1, completion_ids[..., None]).squeeze(-1)           # [N, T]
+    if mistake != "padding not zeroed":
+        out = out * completion_mask
+    if mistake == "detached":
+        out = out.detach()
+    if mistake == "summed per completion":
+        out = out.sum(1)
+    if mistake == "returns (logp, entropy)":
+        out = (out, out)
+    return out
+
+
+LOGPROB_MUTANTS = {
+    "no position ids": r"left padded",
+    "positions counted from 1": r"differ",
+    "positions ignore the padding": r"left padded",
+    "no attention mask": r"left padded",
+    "off by one (P : P+T)": r"differ",
+    "off by one (P-2 : P+T-2)": r"differ",
+    "probabilities, not log": r"differ",
+    "log_softmax over positions": r"differ",
+    "raw logits": r"differ",
+    "padding not zeroed": r"multiply by completion_mask",
+    "detached": r"no gradient",
+    "summed per completion": r"shape \(3, 3\)",
+    "returns (logp, entropy)": r"shape",
+}
+
+
+@pytest.mark.parametrize("mistake", list(LOGPROB_MUTANTS))
+def test_completion_logprobs_mutant_rejected(mistake):
+    rejected(ex.check_completion_logprobs, partial(logprobs, mistake=mistake), LOGPROB_MUTANTS[mistake])
+
+
+def test_completion_logprobs_right_version_and_stub(capsys):
+    from utils.models.policy import completion_logprobs
+
+    right = partial(logprobs, mistake=None)
+    assert ex.check_completion_logprobs(right) is right and "OK" in capsys.readouterr().out
+    fallback = ex.check_completion_logprobs(stub)
+    assert "NOTE" in capsys.readouterr().out
+    model = ex._tiny_gpt2(seed=1)
+    args = (torch.tensor([[0, 3, 4], [5, 6, 7]]), torch.tensor([[0, 1, 1], [1, 1, 1]]),
+            torch.tensor([[2, 11], [3, 4]]), torch.tensor([[1, 1], [1, 1]]))
+    assert torch.equal(fallback(model, *args), completion_logprobs(model, *args)[0])
+
+
+def test_completion_logprobs_worked_case_is_the_row_by_row_truth():
+    """The check's expected values (each row alone, padding cut off) equal the course's batched reference, and the
+    batch really is one where padding matters (the no-position-ids version is off by more than 0.01)."""
+    from utils.models.policy import completion_logprobs
+
+    model = ex._tiny_gpt2()
+    args = (torch.tensor([[1, 2, 3], [11, 11, 4]]), torch.tensor([[1, 1, 1], [0, 0, 1]]),
+            torch.tensor([[5, 11], [6, 11]]), torch.tensor([[1, 1], [1, 1]]))
+    want = ex._row_by_row_logprobs(model, *args)
+    assert torch.allclose(completion_logprobs(model, *args)[0], want, atol=1e-5)
+    assert (logprobs(model, *args, mistake="no position ids") - want).abs().max() > 0.01
+
+
 # ---------------------------------------------------------------------------------------- token entropy
 def entropy(logits, mask, *, mistake=None):
     """The right masked mean entropy, or the same with one `mistake`."""
@@ -507,7 +592,8 @@ def test_every_check_has_mutants():
     """Each check in exercises.py is exercised by a mutant list above."""
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
-               "check_pass_at_k"}
+               "check_pass_at_k", "check_completion_logprobs"}
     assert covered == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
-                                     CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS))
+                                     CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
+                                     LOGPROB_MUTANTS))

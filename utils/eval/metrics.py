@@ -1,6 +1,6 @@
-"""Measuring a policy by sampling it: pass@k (unbiased), held-out accuracy, the numbers that tell
-sharpening from new skill, answer distributions, and the pass@k analysis of Lab 05. Every sampled
-number here comes through one path, sample_in_batches."""
+"""Measuring a policy by sampling it: pass@k (unbiased), held-out accuracy, the numbers that sort a gain
+into the three readings (sharpening, re-ranking, capability), answer distributions, and the pass@k analysis
+of Lab 05. Every sampled number here comes through one path, sample_in_batches."""
 from collections import Counter
 
 import numpy as np
@@ -74,13 +74,16 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
 @torch.no_grad()
 def policy_report(model, tokenizer, prompts, answers, k=8, temperature=1.0, max_new_tokens=8, seed=0,
                   batch_size=2048):
-    """The four numbers that tell sharpening from new skill, on held-out prompts:
+    """The four numbers that sort a gain into the course's three readings, on held-out prompts:
 
-    greedy     accuracy of the single most likely answer (temperature 0)
+    greedy     accuracy of greedy decoding (temperature 0): the token-wise argmax at each step, which is not
+               necessarily the most likely whole answer
     pass@1     sampled accuracy at `temperature` (mean over k samples per prompt)
     pass@k     share of prompts with at least one of k samples right (unbiased estimator)
     entropy    mean per-token entropy (nats) of the sampling distribution over those k samples
-    Sharpening moves pass@1 toward greedy while greedy and pass@k stay put; new skill lifts greedy.
+    Confidence sharpening lifts pass@1 toward greedy while greedy stays put; re-ranking within support lifts
+    greedy and small-k pass@k while large-k pass@k stays flat; only capability lifts large-k pass@k (Lab 05).
+    k = 8 here cannot tell the last two apart.
     """
     greedy = evaluate(model, tokenizer, prompts, answers, k=1, temperature=0, max_new_tokens=max_new_tokens,
                       batch_size=batch_size)["pass@1"]

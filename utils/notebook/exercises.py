@@ -297,6 +297,91 @@ def check_policy_loss(fn):
     return fn
 
 
+def _tiny_gpt2(seed=0, vocab=12, positions=16):
+    """A 2-layer GPT-2 with random weights: small enough to check a function on, any token id < vocab."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=vocab, n_positions=positions, n_embd=16, n_layer=2, n_head=2,
+                     bos_token_id=vocab - 1, eos_token_id=vocab - 1)
+    return GPT2LMHeadModel(cfg).eval()
+
+
+def _row_by_row_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """The completion tokens' log-probs worked out one row at a time, padding cut off first: no padding, no
+    position ids, no attention mask to get wrong. [N, T], 0 where completion_mask is 0."""
+    out = torch.zeros(completion_ids.shape)
+    for i in range(len(prompt_ids)):
+        prompt = prompt_ids[i][prompt_mask[i].bool()]                        # [p_i] real prompt tokens
+        comp = completion_ids[i][completion_mask[i].bool()]                  # [t_i] real completion tokens
+        logits = model(torch.cat([prompt, comp])[None]).logits[0]            # [p_i + t_i, V]
+        lp = torch.log_softmax(logits[len(prompt) - 1 : -1].float(), -1)     # [t_i, V]: row j predicts token j+1
+        out[i, : len(comp)] = lp.gather(-1, comp[:, None]).squeeze(-1)
+    return out
+
+
+def check_completion_logprobs(fn):
+    """Check fn(model, prompt_ids, prompt_mask, completion_ids, completion_mask) -> logp [N, T] (the first output of
+    utils.models.policy.completion_logprobs) on a tiny random GPT-2 and a batch with left-padded prompts of three
+    lengths and completions padded after EOS (with garbage ids in the padding). Values must equal the log-probs
+    worked out one row at a time with the padding cut off, and the gradient w.r.t. the model's weights must match.
+    Returns the function to use (the reference's logp if fn is not written yet)."""
+    from utils.models.policy import completion_logprobs
+
+    def reference(model, prompt_ids, prompt_mask, completion_ids, completion_mask):
+        return completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask)[0]
+
+    model = _tiny_gpt2()
+    eos = model.config.eos_token_id
+    prompt_ids = torch.tensor([[3, 1, 4, 10], [eos, 2, 7, 10], [eos, eos, 5, 10]])   # [3, 4] left padded
+    prompt_mask = torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1], [0, 0, 1, 1]])
+    completion_ids = torch.tensor([[6, 2, eos], [8, eos, 9], [eos, 4, 4]])             # [3, 3]: garbage after EOS
+    completion_mask = torch.tensor([[1, 1, 1], [1, 1, 0], [1, 0, 0]])
+    args = (prompt_ids, prompt_mask, completion_ids, completion_mask)
+    desc = ("a batch of 3: prompts of 4, 3 and 2 real tokens (left padded), completions of 3, 2 and 1 tokens "
+            "(padding after EOS)")
+    hint = ("Hint: concatenate prompt and completion (ids and masks), give the model the attention mask and position "
+            "ids that start at 0 on each row's first real token ((mask.cumsum(-1) - 1).clamp(min=0)); the logits "
+            "at position j predict token j + 1, so the completion's T tokens are predicted by positions P - 1 .. "
+            "P + T - 2; log_softmax over the vocabulary, gather the completion ids, and multiply by completion_mask.")
+    try:
+        want = _row_by_row_logprobs(model, *args).detach()
+        model.zero_grad()
+        got = fn(model, *[x.clone() for x in args])
+    except NotImplementedError:
+        _note("my_completion_logprobs", completion_logprobs)
+        return reference
+    if not torch.is_tensor(got) or got.shape != want.shape:
+        shape = tuple(got.shape) if torch.is_tensor(got) else type(got).__name__
+        raise ExerciseError(f"my_completion_logprobs on {desc}: expected a tensor of shape {tuple(want.shape)} "
+                            f"[N, T], got {shape}")
+    if not torch.allclose(got.detach().float(), want, atol=1e-5, rtol=1e-4):
+        diff = (got.detach().float() - want).abs() > 1e-4                  # [N, T] where it differs
+        rows = sorted({int(i) for i in diff.nonzero()[:, 0]})
+        where = []
+        if diff[~completion_mask.bool()].any():
+            where.append("padding positions of the completion are not 0: multiply by completion_mask")
+        if set(rows) <= {1, 2}:                                           # row 0 has no padding
+            where.append("only the rows whose prompt is left padded differ: check the attention mask and the "
+                         "position ids (without them a padded row is read as if its prompt started at the padding)")
+        raise ExerciseError(f"my_completion_logprobs on {desc}: rows {rows} differ from the log-probs worked out row "
+                            f"by row without padding.\n  expected {want.tolist()}\n  got      "
+                            f"{got.detach().tolist()}\n" + "".join(f"  - {w}\n" for w in where) + hint)
+    if not got.requires_grad:
+        raise ExerciseError("my_completion_logprobs: the values are right but no gradient reaches the model's weights "
+                            "(torch.no_grad(), .detach() or .item() somewhere): the loss is differentiated through "
+                            "these log-probs.")
+    weight = model.transformer.wte.weight                                     # [V, E] token embeddings
+    (got_grad,) = torch.autograd.grad((got * torch.arange(1.0, 10.0).view(3, 3)).sum(), weight)
+    (want_grad,) = torch.autograd.grad((reference(model, *args) * torch.arange(1.0, 10.0).view(3, 3)).sum(), weight)
+    if not torch.allclose(got_grad, want_grad, atol=1e-5, rtol=1e-4):
+        raise ExerciseError("my_completion_logprobs: the values are right but their gradient w.r.t. the token "
+                            "embeddings is not the reference's. Compute everything from the model's output, in one "
+                            "differentiable pass.")
+    print("OK: my_completion_logprobs matches the row-by-row log-probs on a left-padded batch, values and gradient.")
+    return fn
+
+
 # ----------------------------------------------------------------------------------------- Lab 02
 
 # Cases the shipped suite does not hold: a written verifier is also judged on these, so that
