@@ -2,6 +2,7 @@
 
     python benchmarks/lab04.py                      # seeds 0 1 2, about 15 minutes on a 2-core CPU
     python benchmarks/lab04.py --seeds 0 --out x.json
+    python benchmarks/lab04.py --knobs              # the one-knob ablation only, ~10 minutes -> lab04_knobs.json
 
 For each seed (the config's training seed; the base model, data and evaluation seeds are Lab 04's):
 the healthy and the collapsing run of Lab 04 and the four remedies added to the collapsing recipe,
@@ -9,6 +10,11 @@ with everything Lab 04 asserts (entropy, distinct answers, training reward, the 
 verdict, pass@1 and log p(right) on own / test / OOD problems, the remedy table); then Lab 05's
 pass@k study (GRPO for 150 steps, the collapsed recipe; 256 samples on 100 test and 100 OOD problems).
 Writes the numbers and the library versions that produced them to benchmarks/results/lab04.json.
+
+--knobs: the collapsing recipe changes three knobs of the healthy one at once (lr x2, 4 updates per batch,
+a 32-prompt pool). This runs the healthy recipe with each knob changed alone, on each seed, and records
+the entropy (start, end, end/start), the training reward and pass@1 on the pool's own prompts, test and
+OOD, beside the healthy and collapsing runs' (benchmarks/results/lab04_knobs.json).
 """
 import argparse
 import copy
@@ -84,6 +90,37 @@ def lab04(seed, base, tok, train, test, ood):
     return {"runs": runs, "idood": idood}
 
 
+def knobs(seed, base, tok, train, test, ood):
+    """The healthy recipe with one of the collapsing recipe's three knobs changed at a time, and both recipes."""
+    from utils.eval.metrics import evaluate
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.arithmetic import strict_reward
+
+    HEALTHY, COLLAPSE, _ = recipes()
+    full, small = (train["prompt"], train["answer"]), (train["prompt"][:POOL], train["answer"][:POOL])
+    plan = {"healthy": (HEALTHY, full), "lr 2e-4 only": (replace(HEALTHY, lr=COLLAPSE.lr), full),
+            "4 updates per batch only": (replace(HEALTHY, updates_per_batch=COLLAPSE.updates_per_batch), full),
+            f"{POOL}-prompt pool only": (HEALTHY, small), "collapsing (all three)": (COLLAPSE, small)}
+    levels = {"own": small, "test": (test["prompt"], test["answer"]), "ood": (ood["prompt"], ood["answer"])}
+    base_acc = {lvl: evaluate(base, tok, ps, ys, k=8, seed=11)["pass@1"] for lvl, (ps, ys) in levels.items()}
+    out = {}
+    for name, (cfg, pool) in plan.items():
+        t = time.time()
+        policy = copy.deepcopy(base)
+        hist = train_grpo(policy, tok, *pool, strict_reward, replace(cfg, seed=seed, eval_every=0), progress=False)
+        acc = {lvl: evaluate(policy, tok, ps, ys, k=8, seed=11)["pass@1"] for lvl, (ps, ys) in levels.items()}
+        out[name] = {"entropy start": mean_of(hist, "entropy", slice(0, 5)),
+                     "entropy end": mean_of(hist, "entropy", slice(-5, None)),
+                     "reward end": mean_of(hist, "reward_mean", slice(-5, None)),
+                     **{f"{lvl} pass@1 gain": acc[lvl] - base_acc[lvl] for lvl in levels},
+                     "seconds": time.time() - t}
+        out[name]["entropy end/start"] = out[name]["entropy end"] / out[name]["entropy start"]
+        print(f"  seed {seed} {name:26s} entropy end/start {out[name]['entropy end/start']:.2f}  own "
+              f"{out[name]['own pass@1 gain']:+.3f}  test {out[name]['test pass@1 gain']:+.3f}  "
+              f"({out[name]['seconds']:.0f} s)", flush=True)
+    return out
+
+
 def lab05(seed, base, tok, train):
     from utils.eval.metrics import evaluate, pass_at_k_table
     from utils.rl.grpo import GRPOConfig
@@ -119,6 +156,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "lab04.json"))
     ap.add_argument("--skip-lab05", action="store_true")
     ap.add_argument("--report", nargs="+", metavar="JSON", help="print the findings of result files and exit")
+    ap.add_argument("--knobs", action="store_true", help="only the one-knob ablation (lab04_knobs.json)")
     args = ap.parse_args()
     if args.report:
         return report(args.report)
@@ -128,6 +166,16 @@ def main():
 
     base, tok = load_policy("rlvr-base")
     train, test, ood = load_split("train"), load_split("test"), load_split("ood")
+    if args.knobs:
+        out = {"environment": environment(), "seeds": {}}
+        path = os.path.join(ROOT, "benchmarks", "results", "lab04_knobs.json")
+        for s in args.seeds:
+            setup(seed=0, quiet=True)
+            out["seeds"][str(s)] = knobs(s, base, tok, train, test, ood)
+            with open(path, "w") as f:
+                json.dump(out, f, indent=1)
+        print("wrote", path)
+        return
     out = {"environment": environment(), "seeds": {}}
     print(json.dumps(out["environment"]), flush=True)
     t0 = time.time()
