@@ -1,18 +1,25 @@
 """The Colab branch of the setup cell, as close to Colab as we get offline, with every solution notebook
-under nbval: each notebook alone in an empty folder, in a fresh virtual environment that cannot import
-this repo and lacks TRL (tools/colab_runtime.py), the setup cell forced down its Colab branch
-(RLVR_LABS_FORCE_COLAB=1) and fetching the course with git from a snapshot of this working tree
-(RLVR_LABS_REPO) instead of GitHub. The only network use is the setup cell's pip install of the
-requirements (trl and what it adds) from the package registry, as on Colab.
+under nbval: each notebook alone in an empty folder, in a fresh virtual environment with Colab's Python and
+Colab's versions of what the course touches, that cannot import this repo and lacks TRL
+(tools/colab_runtime.py), the setup cell forced down its Colab branch (RLVR_LABS_FORCE_COLAB=1) and
+fetching the course with git from a snapshot of this working tree (RLVR_LABS_REPO) instead of GitHub. The
+only network use is the setup cell's pip install of the requirements (trl and what it needs) from the
+package registry, as on Colab.
+
+Also here: the setup cell installs only what Colab lacks (a pip freeze before and after), and the widget
+unit tests pass on Colab's ipywidgets 7 (the main suite runs them on 8).
 
 A Colab badge opens the lab (labs/); its setup cell is the same cell, character for character
 (tests/test_notebooks.py), and the labs themselves run in a real browser (tests/test_browser.py). Here
 the solutions run, so each notebook of the course runs once in the suite, not twice.
 """
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,10 +56,34 @@ def course_repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runtime():
-    """The stand-in runtime, without TRL (a previous session's setup cells may have installed it)."""
+    """The stand-in runtime as Colab serves it: without TRL, every pinned package at Colab's version (a
+    previous session's setup cells may have installed TRL and moved what it needs)."""
     py = str(colab_runtime.build())
-    subprocess.run([py, "-m", "pip", "uninstall", "--yes", "--quiet", *colab_runtime.MISSING], capture_output=True)
+    colab_runtime.restore(py)
     return py
+
+
+def _freeze(runtime):
+    """{normalized name: version} of what the runtime holds."""
+    out = subprocess.run([runtime, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                         check=True).stdout
+    return {_norm(line.split("==")[0]): line.split("==")[1] for line in out.split() if "==" in line}
+
+
+def _norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.fixture(scope="module")
+def constraints(runtime, tmp_path_factory):
+    """The lock's pins for what Colab lacks (TRL and packages new to the runtime), so the setup cell installs
+    the versions CI tests everywhere else; nothing Colab has is pinned, so nothing it has is moved by us."""
+    have = _freeze(runtime)
+    path = tmp_path_factory.mktemp("constraints") / "colab-constraints.txt"
+    lines = [ln for ln in LOCK.read_text().splitlines() if "==" in ln and not ln.startswith("#")
+             and _norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
 
 
 def _has(runtime, module):
@@ -70,16 +101,100 @@ def test_runtime_is_fresh(runtime, tmp_path):
     assert not _has(runtime, "trl") and _has(runtime, "torch"), "the stand-in should have torch and lack TRL"
 
 
+def _colab_env(runtime, course_repo, constraints, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(RLVR_LABS_FORCE_COLAB="1", RLVR_LABS_REPO=course_repo, HF_HUB_OFFLINE="1", MPLBACKEND="Agg",
+               PIP_CONSTRAINT=constraints, PATH=f"{Path(runtime).parent}{os.pathsep}{env['PATH']}", **extra)
+    return env
+
+
+# A program run inside the runtime after the setup cell: for each package whose version changed, the
+# requirements of TRL and of what TRL pulls in (its closure) that the old version does not satisfy. Empty
+# list: nothing required the change.
+WHY_CHANGED = r"""
+import json, re, sys
+from importlib import metadata
+from packaging.requirements import Requirement
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+changed = json.loads(sys.argv[1])
+closure, todo = set(), ["trl"]
+while todo:
+    name = todo.pop()
+    if name in closure:
+        continue
+    closure.add(name)
+    for r in metadata.requires(name) or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            try:
+                metadata.version(req.name)
+                todo.append(norm(req.name))
+            except metadata.PackageNotFoundError:
+                pass
+why = {}
+for pkg, old in changed.items():
+    why[pkg] = [f"{dist} requires {r}" for dist in sorted(closure) for r in (metadata.requires(dist) or [])
+                if norm(Requirement(r).name) == pkg and (Requirement(r).marker is None
+                                                         or Requirement(r).marker.evaluate({"extra": ""}))
+                and not Requirement(r).specifier.contains(old, prereleases=True)]
+print(json.dumps({"closure": sorted(closure), "why": why}))
+"""
+
+
+def test_setup_cell_installs_only_what_is_missing(runtime, course_repo, constraints, tmp_path):
+    """Run the setup cell (as a script) in the runtime as Colab serves it, and compare pip's view before and
+    after: TRL and new packages may appear; a package Colab already had may move only where TRL or something
+    TRL pulls in requires a version the old one does not satisfy."""
+    colab_runtime.restore(runtime)
+    before = _freeze(runtime)
+    nb = json.loads((ROOT / "solutions" / SOLUTIONS[0]).read_text())
+    cell = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    script = tmp_path / "setup_cell.py"
+    script.write_text(cell + "\nprint('DEVICE', DEVICE)\n")
+    t = time.time()
+    r = subprocess.run([runtime, str(script)], cwd=tmp_path, env=_colab_env(runtime, course_repo, constraints),
+                       capture_output=True, text=True)
+    seconds = time.time() - t
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    after = _freeze(runtime)
+    added = {p: v for p, v in after.items() if p not in before}
+    moved = {p: (before[p], after[p]) for p in before if p in after and before[p] != after[p]}
+    removed = sorted(p for p in before if p not in after)
+    print(f"setup cell on the Colab stand-in: {seconds:.0f} s; installed {json.dumps(added)}; "
+          f"moved {json.dumps(moved)}")
+    assert "trl" in added, "the setup cell did not install TRL"
+    assert not removed, f"the setup cell removed packages Colab has: {removed}"
+    probe = subprocess.run([runtime, "-c", WHY_CHANGED, json.dumps({p: old for p, (old, _) in moved.items()})],
+                           capture_output=True, text=True, check=True)
+    why = json.loads(probe.stdout)["why"]
+    unjustified = {p: v for p, v in moved.items() if not why[p]}
+    assert not unjustified, (f"the setup cell moved packages Colab already had, which nothing TRL needs "
+                             f"required: {unjustified}; keep requirements.txt's ranges satisfied by Colab's "
+                             f"versions (tools/colab_runtime.py)")
+    for p in (_norm(n) for n in colab_runtime.COLAB):
+        if p in moved:
+            print(f"  {p} {moved[p][0]} -> {moved[p][1]}: {why[p][0]}")
+
+
+def test_widget_unit_tests_on_colab_ipywidgets(runtime):
+    """tests/test_widgets.py in the Colab runtime (ipywidgets 7, IPython 7); the main suite runs it on 8."""
+    out = subprocess.run([runtime, "-c", "import ipywidgets; print(ipywidgets.__version__)"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out.split(".")[0] == colab_runtime.COLAB["ipywidgets"].split(".")[0], out
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "VIRTUAL_ENV", "IPYTHONDIR")}
+    env.update(MPLBACKEND="Agg", RLVR_LABS_CACHE="off")
+    r = subprocess.run([runtime, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-o", "addopts=", "tests/test_widgets.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, f"widget tests failed on ipywidgets {out}:\n{(r.stdout + r.stderr)[-3000:]}"
+
+
 @pytest.mark.parametrize("name", SOLUTIONS)
-def test_solution_runs_down_the_colab_branch(runtime, course_repo, session_run_cache, tmp_path, name):
+def test_solution_runs_down_the_colab_branch(runtime, course_repo, constraints, session_run_cache, tmp_path,
+                                          name):
     content = tmp_path / "content"              # Colab's working folder, empty but for the notebook
     content.mkdir()
     shutil.copy2(ROOT / "solutions" / name, content / name)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update(RLVR_LABS_FORCE_COLAB="1", RLVR_LABS_REPO=course_repo, RLVR_LABS_CACHE=session_run_cache,
-               HF_HUB_OFFLINE="1", MPLBACKEND="Agg", PATH=f"{Path(runtime).parent}{os.pathsep}{env['PATH']}")
-    if LOCK.exists():  # the setup cell's pip install of TRL takes the lock's versions, as CI's own install does
-        env["PIP_CONSTRAINT"] = str(LOCK)
+    env = _colab_env(runtime, course_repo, constraints, RLVR_LABS_CACHE=session_run_cache)
     r = subprocess.run([runtime, "-m", "pytest", "--nbval-lax", "--current-env", "--nbval-cell-timeout=600",
                         "-p", "no:cacheprovider", "-q", "-x", name], cwd=content, env=env,
                        capture_output=True, text=True)

@@ -1,55 +1,126 @@
-"""Build a stand-in for a fresh Google Colab runtime: a virtual environment that cannot see this repo
-or the packages of the Python that runs this script, holding what Colab ships (torch, transformers,
-matplotlib, pandas, ipywidgets, ...), but not TRL or datasets, which the setup cell has to install.
-Versions are those of the current environment, so runs agree with the rest of the test session.
+"""Build a stand-in for a fresh Google Colab CPU runtime: a virtual environment that cannot see this repo
+or the packages of the Python that runs this script, holding Colab's Python and Colab's versions of what
+the course touches (the table below), and not TRL, which the setup cell has to install.
 
     python tools/colab_runtime.py [FOLDER]     # default build/colab-runtime; prints the venv's python
+    python tools/colab_runtime.py --spec       # print the Python and the pins it would install, and exit
 
 Used by tests/test_colab.py (which builds it when missing) and by .ci/run (which builds it while
 installing, so that the tests' time is the tests').
+
+Where the stand-in differs from Colab, and why:
+- Python: the newest 3.13 that pyenv (or PATH) holds here (3.13.0 on the project's machines; Colab has
+  3.13.15). Without any 3.13 it falls back to the Python running this script and says so.
+- torch: the registry's 2.11.0 wheel for cp313 is a CUDA build (with its nvidia-* packages, about 5 GB in
+  the venv); it runs on the CPU, as Colab's 2.11.0+cpu does. The same torch version, not the same build.
+- Only the packages in COLAB (and what pip pulls in for them) are there: Colab holds hundreds more.
+- nbval: not on Colab (its front end runs the notebooks); here it runs them.
 """
 import hashlib
+import os
+import re
+import shutil
 import subprocess
 import sys
 import venv
-from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "build" / "colab-runtime"
-# what a Colab runtime has before the setup cell runs (trl, datasets are deliberately missing),
-# plus what runs the notebooks there (Colab's own kernel; here ipykernel, pytest and nbval)
-PREINSTALLED = ["torch", "transformers", "tokenizers", "safetensors", "accelerate", "numpy", "matplotlib",
-                "pandas", "ipywidgets", "tqdm", "ipykernel", "pytest", "nbval"]
-MISSING = ["trl", "datasets"]
+
+# What a fresh Colab CPU runtime holds, for the packages the course touches. Source: the googlecolab/
+# backend-info repository (pip-freeze.txt, os-info.txt), snapshot of 2026-08-19 ("Upgrade to Python 3.13");
+# ../shared/COLAB_RUNTIME.md has the table with notes. A new Colab release is a change to these lines.
+COLAB_SOURCE = "googlecolab/backend-info, snapshot of 2026-08-19"
+COLAB_PYTHON = "3.13"
+COLAB = {
+    "torch": "2.11.0", "transformers": "5.15.0", "tokenizers": "0.22.2", "safetensors": "0.8.0",
+    "accelerate": "1.14.0", "datasets": "4.0.0", "huggingface_hub": "1.27.0", "peft": "0.20.0",
+    "ipywidgets": "7.7.1", "jupyterlab_widgets": "3.0.16", "widgetsnbextension": "3.6.10",
+    "ipython": "7.34.0", "ipykernel": "6.17.1", "matplotlib": "3.10.0", "numpy": "2.1.3", "pandas": "2.2.3",
+    "tqdm": "4.67.3", "psutil": "5.9.5", "pytest": "8.4.2",
+}
+MISSING = ["trl"]      # absent from a fresh Colab runtime: the setup cell must install it
+HARNESS = ["nbval"]    # not on Colab: runs the notebooks here
 
 
 def spec():
-    return [f"{name}=={metadata.version(name)}" for name in PREINSTALLED]
+    """The pins the stand-in installs: Colab's versions, then the test harness."""
+    return [f"{name}=={version}" for name, version in COLAB.items()] + HARNESS
+
+
+def find_python(version=COLAB_PYTHON):
+    """The newest Python `version`.x here: on PATH as python3.13, or under pyenv's versions. None if none."""
+    found = []
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        found.append(Path(on_path))
+    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    for d in Path(pyenv_root, "versions").glob(f"{version}.*"):
+        if re.fullmatch(rf"{re.escape(version)}\.\d+", d.name) and (d / "bin" / f"python{version}").exists():
+            found.append(d / "bin" / f"python{version}")
+    if not found:
+        return None
+
+    def patch(p):
+        out = subprocess.run([str(p), "-c", "import sys; print(sys.version_info[2])"], capture_output=True, text=True)
+        return int(out.stdout.strip() or -1)
+    return max(found, key=patch)
 
 
 def python_of(folder):
     return Path(folder) / "bin" / "python"
 
 
+def base_python():
+    """(the Python to build the venv with, a note when it is not Colab's)."""
+    py = find_python()
+    if py is not None:
+        return str(py), None
+    return sys.executable, (f"no Python {COLAB_PYTHON} found (pyenv install {COLAB_PYTHON}, or put python"
+                            f"{COLAB_PYTHON} on PATH); the stand-in uses Python {sys.version.split()[0]} instead")
+
+
 def build(folder=DEFAULT, quiet=True):
-    """Create (or reuse, if built with the same spec) the runtime; returns the path of its python."""
+    """Create (or reuse, if built with the same Python and pins) the runtime; returns the path of its python."""
     folder = Path(folder)
-    want = hashlib.sha256(" ".join(spec()).encode()).hexdigest()
+    py_base, note = base_python()
+    if note:
+        print("NOTE:", note, file=sys.stderr)
+    want = hashlib.sha256(" ".join([py_base, *spec()]).encode()).hexdigest()
     stamp = folder / "rlvr-labs-spec.txt"
     if stamp.exists() and stamp.read_text() == want and python_of(folder).exists():
         return python_of(folder)
-    venv.EnvBuilder(clear=True, with_pip=True, system_site_packages=False).create(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    if py_base == sys.executable:
+        venv.EnvBuilder(clear=True, with_pip=True, system_site_packages=False).create(folder)
+    else:
+        subprocess.run([py_base, "-m", "venv", "--clear", str(folder)], check=True)
     py = str(python_of(folder))
     q = ["--quiet"] if quiet else []
-    torch = [s for s in spec() if s.startswith("torch==")]
-    # torch on its own first, so that a local CPU wheel is used and no CUDA build is pulled in
-    subprocess.run([py, "-m", "pip", "install", *q, *torch], check=True)
-    subprocess.run([py, "-m", "pip", "install", *q, *spec()], check=True)
-    subprocess.run([py, "-m", "pip", "uninstall", "--yes", "--quiet", *MISSING], check=False)
+    env = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+    # everything in one resolve, so that no package's dependency moves another's pin
+    subprocess.run([py, "-m", "pip", "install", *q, *spec()], check=True, env=env)
+    subprocess.run([py, "-m", "pip", "uninstall", "--yes", "--quiet", *MISSING], check=False, env=env)
     stamp.write_text(want)
     return python_of(folder)
 
 
+def restore(py, quiet=True):
+    """Put a built runtime back to Colab's state: TRL uninstalled and every pin reinstalled where a setup
+    cell moved it (datasets and huggingface_hub move when TRL is installed). Fast when nothing moved."""
+    env = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+    q = ["--quiet"] if quiet else []
+    subprocess.run([py, "-m", "pip", "uninstall", "--yes", "--quiet", *MISSING], check=False, env=env,
+                   capture_output=True)
+    subprocess.run([py, "-m", "pip", "install", *q, *spec()], check=True, env=env)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--spec"]:
+        py, note = base_python()
+        print(f"Colab ({COLAB_SOURCE}): Python {COLAB_PYTHON}; here {py}" + (f" ({note})" if note else ""))
+        print("\n".join(spec()))
+        sys.exit(0)
     print(build(sys.argv[1] if len(sys.argv) > 1 else DEFAULT, quiet=False))
