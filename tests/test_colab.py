@@ -137,7 +137,7 @@ for pkg, old in changed.items():
                 if norm(Requirement(r).name) == pkg and (Requirement(r).marker is None
                                                          or Requirement(r).marker.evaluate({"extra": ""}))
                 and not Requirement(r).specifier.contains(old, prereleases=True)]
-print(json.dumps({"closure": sorted(closure), "why": why}))
+print(json.dumps(why))
 """
 
 
@@ -166,7 +166,7 @@ def test_setup_cell_installs_only_what_is_missing(runtime, course_repo, constrai
     assert not removed, f"the setup cell removed packages Colab has: {removed}"
     probe = subprocess.run([runtime, "-c", WHY_CHANGED, json.dumps({p: old for p, (old, _) in moved.items()})],
                            capture_output=True, text=True, check=True)
-    why = json.loads(probe.stdout)["why"]
+    why = json.loads(probe.stdout)
     unjustified = {p: v for p, v in moved.items() if not why[p]}
     assert not unjustified, (f"the setup cell moved packages Colab already had, which nothing TRL needs "
                              f"required: {unjustified}; keep requirements.txt's ranges satisfied by Colab's "
