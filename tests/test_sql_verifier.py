@@ -1,14 +1,24 @@
 """utils.verifiers.sql: multiset judging, the labelled adversarial suite, the sandbox (the DB is
-never changed, attacks end in time), robustness, speed, and the database build's determinism."""
+never changed, attacks end in time), the worker process (replaced after a kill, memory-capped, gone
+at exit), robustness, speed, and the database build's determinism."""
 import hashlib
+import json
 import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 
+import psutil
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from utils import ROOT
+from utils.verifiers.isolation import sandbox_config
 from utils.verifiers.sql import (
     DB_PATH,
     MAX_SQL_CHARS,
@@ -17,14 +27,18 @@ from utils.verifiers.sql import (
     build_database,
     load_sql_suite,
     run_readonly,
+    shutdown_worker,
     sql_compiles,
     sql_execution_reward,
     sql_syntax_reward,
 )
+from utils.verifiers.sql_worker import MEM_MB
 
 SUITE = load_sql_suite()
 FR = "SELECT name FROM users WHERE country = 'FR'"  # rows: Alice, Bruno, Alice, Chloé
 TIMEOUT_S = 2.0
+STALLS = [c for c in SUITE if c.get("attack") == "sql_stall"]
+STALL = {c["id"].split("/stall_")[1]: c["candidate"] for c in STALLS}
 # files the suite's ATTACH / VACUUM INTO / load_extension attacks name: none may appear
 ATTACK_FILES = ["/tmp/rlvr_sql_attack.db", "/tmp/rlvr_sql_attack_copy.db", "/tmp/rlvr_sql_attack.so"]
 
@@ -88,26 +102,34 @@ def test_suite_shape():
     assert len(SUITE) >= 14
     assert len({c["id"] for c in SUITE}) == len(SUITE)
     for c in SUITE:
-        assert set(c) == {"id", "kind", "question", "reference_sql", "candidate", "label"}
-        assert c["label"] in (0.0, 1.0)
+        assert set(c) - {"attack"} == {"id", "kind", "question", "reference_sql", "candidate", "label"}
+        assert c["label"] in (0.0, 1.0) and c.get("attack") in (None, "sql_stall")
     assert KINDS_REQUIRED <= {c["kind"] for c in SUITE}
     assert sum(c["label"] for c in SUITE) >= 10  # right answers written differently, not just attacks
     assert any(len(c["candidate"]) > MAX_SQL_CHARS for c in SUITE)
     assert any(not c["candidate"].isascii() for c in SUITE)
+    # attacks on the time and memory caps, several of each kind, all wrong answers
+    stall_kinds = [c["kind"] for c in STALLS]
+    for kind in ["prepare_blowup", "slow_function_calls", "function_chain", "temp_spill", "planner_bomb"]:
+        assert stall_kinds.count(kind) >= 2, kind
+    assert all(c["label"] == 0.0 and len(c["candidate"]) <= MAX_SQL_CHARS for c in STALLS)
 
 
 @pytest.fixture(scope="module")
 def judged():
-    """Every suite case judged once by both verifiers, with its time and the DB state after it."""
+    """Every suite case judged once by both verifiers, with their times and the DB state after it.
+    The workers are started first: finding the wall and starting a process is a one-off cost."""
     before = db_state()
     attack_files_before = {p: os.path.exists(p) for p in ATTACK_FILES}
+    sql_execution_reward([FR], [FR]), sql_syntax_reward([FR])
     out = {}
     for c in SUITE:
         t0 = time.perf_counter()
         strong = sql_execution_reward([c["candidate"]], [c["reference_sql"]], timeout_s=TIMEOUT_S)
-        seconds = time.perf_counter() - t0
-        weak = sql_syntax_reward([c["candidate"]], reference_sql=[c["reference_sql"]])
-        out[c["id"]] = {"strong": strong[0], "weak": weak[0], "seconds": seconds, "state": db_state()}
+        t1 = time.perf_counter()
+        weak = sql_syntax_reward([c["candidate"]], reference_sql=[c["reference_sql"]], timeout_s=TIMEOUT_S)
+        out[c["id"]] = {"strong": strong[0], "weak": weak[0], "seconds": t1 - t0,
+                        "weak_seconds": time.perf_counter() - t1, "state": db_state()}
     return before, attack_files_before, out
 
 
@@ -145,8 +167,10 @@ def test_no_case_changes_the_database_or_creates_files(judged):
 
 
 def test_every_case_ends_in_time(judged):
+    """Both verifiers, every case, the stalls included: within the cap + 0.5 s."""
     _, _, out = judged
-    slow = {cid: round(r["seconds"], 2) for cid, r in out.items() if r["seconds"] > TIMEOUT_S + 1.0}
+    slow = {(cid, which): round(r[which], 2) for cid, r in out.items()
+            for which in ("seconds", "weak_seconds") if r[which] > TIMEOUT_S + 0.5}
     assert slow == {}
 
 
@@ -180,6 +204,175 @@ def test_run_readonly_errors_instead_of_raising(tmp_path):
     missing = tmp_path / "missing.db"
     rows, err = run_readonly("SELECT 1", db_path=missing)
     assert rows is None and err and not missing.exists()  # read-only open does not create it
+
+
+# --- the worker process --------------------------------------------------------------------------
+
+def worker_pythons():
+    """The worker interpreters, as host processes: our descendants running `python -I -S -c`
+    (not a child forked to start one, which is this process until it execs)."""
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "python" in p.name() and p.cmdline()[1:3] == ["-I", "-S"]:
+                out.append(p)
+        except psutil.Error:  # gone meanwhile
+            pass
+    return out
+
+
+def alive(pids, wait_s=1.0):
+    """The pids still running (zombies are dead) after up to wait_s: the wall's inner processes
+    die a moment after the worker's group is killed (die-with-parent), not at once."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        out = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    out.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.01)
+
+
+def peak_while(fn):
+    """(fn(), seconds, the highest VmHWM in MB of any worker while fn ran), VmHWM polled every ms."""
+    out, peak = {}, 0.0
+    def go():
+        t0 = time.perf_counter()
+        out["result"] = fn()
+        out["seconds"] = time.perf_counter() - t0
+    thread = threading.Thread(target=go)
+    thread.start()
+    while thread.is_alive():
+        for p in worker_pythons():
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    hwm = next(line for line in f if line.startswith("VmHWM:"))
+                peak = max(peak, int(hwm.split()[1]) / 1024)
+            except (OSError, StopIteration):  # gone between listing and reading
+                pass
+        time.sleep(0.001)
+    thread.join()
+    return out["result"], out["seconds"], peak
+
+
+def test_values_round_trip_exactly():
+    """Rows cross the pipe as JSON: bytes, big ints, inf, -0.0, NULL and text come back as sqlite3 gives them."""
+    sql = ("SELECT x'00ff', 9223372036854775807, -9223372036854775808, 1e999, -1e999, -0.0, 0.1, NULL, "
+           "'é\U0001f642', '', x''")
+    rows, err = run_readonly(sql)
+    assert err is None and rows == [(b"\x00\xff", 2**63 - 1, -2**63, float("inf"), float("-inf"), -0.0, 0.1,
+                                     None, "é\U0001f642", "", b"")]
+    assert str(rows[0][5]) == "-0.0"
+    nan = run_readonly("SELECT abs(1e999) - abs(1e999)")[0]  # NaN: SQLite returns it as NULL
+    assert nan == [(None,)]
+
+
+def test_worker_is_replaced_after_a_kill_and_still_judges():
+    sql_execution_reward([FR], FR)
+    before = {p.pid for p in worker_pythons()}
+    t0 = time.perf_counter()
+    rows, err = run_readonly(STALL["like_storm_or"], timeout_s=0.5)  # one op takes ~3 ms: past the deadline
+    assert (rows, err) == (None, "timed out") and time.perf_counter() - t0 < 0.5 + 0.5
+    assert len(alive(before, wait_s=0.2)) == len(before) - 1  # the run worker is gone, not the compile one
+    assert execution(FR) == 1.0 and execution("SELECT name FROM users") == 0.0
+    assert len({p.pid for p in worker_pythons()} - before) == 1  # a fresh one judged them
+    # the weak verifier's worker too: a planner bomb takes seconds to compile
+    t0 = time.perf_counter()
+    assert sql_syntax_reward([STALL["planner_bomb_a"]], timeout_s=0.3) == [0.0]
+    assert time.perf_counter() - t0 < 0.3 + 0.5
+    assert sql_syntax_reward([FR, "SELEC x"]) == [1.0, 0.0]
+
+
+def test_a_dead_worker_costs_one_call():
+    """Killed from outside (the OOM killer, say): that call gets an error, the next a fresh worker."""
+    assert execution(FR) == 1.0
+    for p in worker_pythons():
+        p.kill()
+    alive([p.pid for p in worker_pythons()])
+    rows, err = run_readonly(FR)
+    assert rows is None and err.startswith("worker died")
+    assert sql_syntax_reward([FR]) == [0.0]  # the compile worker was killed too
+    assert execution(FR) == 1.0 and sql_syntax_reward([FR]) == [1.0]
+
+
+def test_shutdown_leaves_no_process_behind():
+    execution(FR), sql_syntax_reward([FR])
+    started = [p.pid for p in psutil.Process().children(recursive=True)]
+    assert started
+    shutdown_worker()
+    assert alive(started) == []
+    assert execution(FR) == 1.0  # and the next call starts a fresh one
+
+
+def test_worker_started_in_a_short_thread_outlives_it():
+    """The wall kills the worker when the thread that started it ends (pdeathsig): a thread pool's
+    thread starting it must not leave every later call a dead worker."""
+    shutdown_worker()
+    thread = threading.Thread(target=execution, args=(FR,))
+    thread.start()
+    thread.join()
+    pids = [p.pid for p in worker_pythons()]
+    time.sleep(0.1)
+    assert pids and alive(pids, wait_s=0) == pids
+    assert execution(FR) == 1.0 and [p.pid for p in worker_pythons()] == pids
+
+
+def test_no_process_left_behind_at_exit():
+    """A program that judges, then exits without calling anything: atexit kills its workers."""
+    code = ("import psutil; from utils.verifiers.sql import run_readonly, sql_compiles; "
+            "assert run_readonly('SELECT 1')[0] == [(1,)] and sql_compiles('SELECT 1') == 1.0; "
+            "print([p.pid for p in psutil.Process().children(recursive=True)])")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    pids = json.loads(r.stdout)
+    assert r.returncode == 0 and pids
+    assert alive(pids) == []
+
+
+def test_worker_memory_is_capped_on_the_worst_attack():
+    """The chain of inlined CTEs took 3.3 GB in-process; the worker's peak stays under MEM_MB."""
+    shutdown_worker()  # a fresh worker: VmHWM is over its life
+    (rows, err), seconds, peak = peak_while(lambda: run_readonly(STALL["cte_chain_13x3"], timeout_s=TIMEOUT_S))
+    assert rows is None and seconds < TIMEOUT_S + 0.5
+    assert 0 < peak <= MEM_MB, peak
+    if sandbox_config()["rlimits"]:
+        (worker,) = [p for p in worker_pythons()]
+        with open(f"/proc/{worker.pid}/limits") as f:
+            limit = next(line for line in f if line.startswith("Max address space")).split()[3]
+        assert int(limit) == MEM_MB << 20
+    shutdown_worker()
+    score, seconds, peak = peak_while(lambda: sql_compiles(STALL["cte_chain_13x3"]))
+    assert score == 0.0 and seconds < TIMEOUT_S + 0.5 and 0 < peak <= MEM_MB
+
+
+def test_throughput_on_correct_candidates():
+    """The strong verifier judges >= 500 right answers a second (median of 5 runs)."""
+    good = [c for c in SUITE if c["label"] == 1.0]
+    cands, refs = [c["candidate"] for c in good], [c["reference_sql"] for c in good]
+    assert sql_execution_reward(cands, refs) == [1.0] * len(good)
+    rates = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            sql_execution_reward(cands, refs)
+        rates.append(20 * len(good) / (time.perf_counter() - t0))
+    assert statistics.median(rates) >= 500, rates
+
+
+def test_database_in_a_private_folder():
+    """Root drops the worker to nobody, who may not reach the file: it judges a readable copy."""
+    folder = tempfile.mkdtemp()
+    try:
+        os.chmod(folder, 0o700)
+        db = build_database(os.path.join(folder, "shop.db"))
+        assert run_readonly("SELECT count(*) FROM users", db_path=db) == ([(len(USERS),)], None)
+        assert sorted(os.listdir(folder)) == ["shop.db"]
+    finally:
+        shutil.rmtree(folder)
 
 
 # --- the reward signature, robustness -----------------------------------------------------------------

