@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import DATA_DIR, ROOT
-from utils.verifiers.attacks import ATTACK_CLASSES, Evidence, attack_cases, run_attacks
+from utils.verifiers.attacks import ATTACK_CLASSES, Evidence, attack_cases, readable_behind, run_attacks
 from utils.verifiers.code import (
     HARNESS_TAG,
     MAX_CODE_CHARS,
@@ -254,11 +254,14 @@ def test_weaker_walls_are_weaker():
     walls = available_walls()
     if "process" not in walls:
         pytest.skip(f"walls here: {list(walls)}")
+    answers = os.path.join(DATA_DIR, "code", "adversarial.jsonl")  # readable, unless the repo is in a private home
     out = {r["id"].split("/")[1] for r in run_attacks(wall="process") if r["escaped"]}
-    assert {"answers_after_hook_down", "hook_cell_write", "posixsubprocess_builtin", "mkfifo"} <= out, out
+    assert {"hook_cell_write", "posixsubprocess_builtin", "mkfifo"} <= out, out
+    assert ("answers_after_hook_down" in out) == readable_behind(walls["process"], answers), out
     if "namespaces" in walls:
         out = {r["id"].split("/")[1] for r in run_attacks(wall="namespaces", audit_hook=False) if r["escaped"]}
-        assert {"answers_open", "unix_socket_path"} <= out, out
+        assert "unix_socket_path" in out, out
+        assert ("answers_open" in out) == readable_behind(walls["namespaces"], answers), out
 
 
 def test_refuses_without_the_isolated_wall(monkeypatch, clean):
@@ -350,3 +353,22 @@ def _non_root_suite(tmp_path):
     if wall != "isolated":
         pytest.skip(f"no isolated wall for a non-root user here ({wall})")
     assert uid == NOBODY and bad == [] and n == len(attack_cases())
+
+
+def test_readable_behind_by_hand(tmp_path):
+    """Whether file permissions alone would let a wall's user read a file (Lab 02's honest assert)."""
+    folder = tmp_path / "private"
+    folder.mkdir()
+    f = folder / "answers.jsonl"
+    f.write_text("{}")
+    other = dict(wall="namespaces", uid=NOBODY if os.geteuid() != NOBODY else 0)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(folder, 0o700)
+    os.chmod(f, 0o644)
+    assert not readable_behind(other, str(f))             # a folder on the way only its owner enters
+    os.chmod(folder, 0o755)
+    assert readable_behind(other, str(f)) == all(os.stat(p).st_mode & 0o001 for p in f.parents)
+    os.chmod(f, 0o600)
+    assert not readable_behind(other, str(f))             # the file itself is private
+    assert readable_behind(dict(wall="process", uid=os.geteuid()), str(f))  # our own user reads it
+    assert not readable_behind(dict(wall="isolated", uid=NOBODY), str(f))   # no host file in that world

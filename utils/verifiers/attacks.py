@@ -134,6 +134,23 @@ def _marked_processes():
     return pids
 
 
+def readable_behind(cfg, path):
+    """Whether a candidate behind the wall `cfg` (a sandbox_config()) could read the host file `path`
+    if nothing but file permissions stood in the way: as our own user, or else as any user (o+r on
+    the file, o+x on every folder above it). The isolated wall shows no host file at all."""
+    if cfg["wall"] == "isolated":
+        return False
+    if cfg["uid"] in (None, os.geteuid() if hasattr(os, "geteuid") else None):
+        return os.access(path, os.R_OK)
+    try:
+        parents = [os.path.dirname(path)]
+        while parents[-1] != os.path.dirname(parents[-1]):
+            parents.append(os.path.dirname(parents[-1]))
+        return bool(os.stat(path).st_mode & 0o004) and all(os.stat(d).st_mode & 0o001 for d in parents)
+    except OSError:
+        return False
+
+
 def attack_cases(cases=None):
     """The suite's attack cases (those with an "attack" field)."""
     return [c for c in (cases or load_code_suite()) if c.get("attack")]
