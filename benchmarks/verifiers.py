@@ -19,9 +19,7 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 
@@ -31,7 +29,7 @@ sys.path.insert(0, ROOT)
 from utils.verifiers import code as cv  # noqa: E402
 from utils.verifiers import isolation as iso  # noqa: E402
 from utils.verifiers import sql as sv  # noqa: E402
-from utils.verifiers.attacks import ATTACK_CLASSES, run_attacks  # noqa: E402
+from utils.verifiers.attacks import ATTACK_CLASSES, run_as_user, run_attacks  # noqa: E402
 from utils.verifiers.sql_worker import MEM_MB  # noqa: E402
 
 CORRECT = "def solve(a, b):\n    return a + b\n"
@@ -80,31 +78,13 @@ def attack_table():
 
 
 def non_root():
-    """The strongest wall and the attack suite as uid 1000, from a copy it can read."""
+    """The strongest wall and the attack suite as uid 1000 (hook on and off)."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         return {"skipped": "needs root to become another user"}
-    tmp = tempfile.mkdtemp(prefix="rlvr_nonroot_")
-    try:
-        for part in ("utils", "data/code", "data/sql"):
-            shutil.copytree(os.path.join(ROOT, part), os.path.join(tmp, part),
-                            ignore=shutil.ignore_patterns("__pycache__"))
-        for d, _, _ in os.walk(tmp):
-            os.chmod(d, 0o755)
-        script = (f"import json, sys; sys.path.insert(0, {tmp!r})\n"
-                  "from utils.verifiers.attacks import run_attacks\n"
-                  "from utils.verifiers.isolation import sandbox_config\n"
-                  "cfg = sandbox_config()\n"
-                  "rows = run_attacks(audit_hook=True) + run_attacks(audit_hook=False)\n"
-                  "print(json.dumps(dict(wall=cfg['wall'], uid=cfg['uid'], rows=rows)))\n")
-        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-        r = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", python, "-I", "-S", "-c",
-                            script], capture_output=True, text=True, timeout=900, cwd=tmp, env={"HOME": tmp})
-        got = json.loads(r.stdout.strip().splitlines()[-1])
-        res = {"wall": got["wall"], "sandbox uid": got["uid"], **escapes(got["rows"])}
-        print(f"non-root (uid 1000): wall {res['wall']}, {res['total']}/{res['cases']} escaped (hook on and off)")
-        return res
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    got = run_as_user(1000)
+    res = {"wall": got["wall"], "sandbox uid": got["uid"], **escapes(got["rows"])}
+    print(f"non-root (uid 1000): wall {res['wall']}, {res['total']}/{res['cases']} escaped (hook on and off)")
+    return res
 
 
 def simulated_platforms():

@@ -3,7 +3,6 @@ sandbox's clean-up (time, files, processes, secrets), TRL's signature, speed, ro
 import glob
 import json
 import os
-import pathlib
 import shutil
 import statistics
 import subprocess
@@ -17,7 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import DATA_DIR, ROOT
-from utils.verifiers.attacks import ATTACK_CLASSES, Evidence, attack_cases, readable_behind, run_attacks
+from utils.verifiers.attacks import (
+    ATTACK_CLASSES,
+    Evidence,
+    attack_cases,
+    readable_behind,
+    run_as_user,
+    run_attacks,
+)
 from utils.verifiers.code import (
     HARNESS_TAG,
     MAX_CODE_CHARS,
@@ -321,38 +327,14 @@ def test_verifier_modules_import_on_a_bare_python(tmp_path):
 
 
 def test_as_a_non_root_user():
-    """The attack suite as an ordinary user (uid 1000): the repo's verifiers and data copied where
-    that user can read them, run on the system Python without site-packages."""
+    """The attack suite as an ordinary user (uid 1000), hook on and off: the same wall, nothing out."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root to become another user")
-    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="rlvr_nonroot_"))  # in /tmp: every user reaches it
-    try:
-        _non_root_suite(tmp_path)
-    finally:
-        shutil.rmtree(tmp_path, ignore_errors=True)
-
-
-def _non_root_suite(tmp_path):
-    for part in ("utils", "data/code", "data/sql"):
-        shutil.copytree(os.path.join(ROOT, part), tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
-    os.chmod(tmp_path, 0o755)
-    for d, _, _ in os.walk(tmp_path):
-        os.chmod(d, 0o755)
-    script = ("import json, sys; sys.path.insert(0, %r)\n"
-              "from utils.verifiers.attacks import run_attacks\n"
-              "from utils.verifiers.isolation import sandbox_config\n"
-              "cfg = sandbox_config()\n"
-              "rows = run_attacks()\n"
-              "print(json.dumps([cfg['wall'], cfg['uid'], [r['id'] for r in rows if r['escaped'] or not r['right']],"
-              " len(rows)]))\n") % str(tmp_path)
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    r = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", python, "-I", "-S", "-c", script],
-                       capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env={"HOME": str(tmp_path)})
-    assert r.returncode == 0, r.stderr[-2000:]
-    wall, uid, bad, n = json.loads(r.stdout.strip().splitlines()[-1])
-    if wall != "isolated":
-        pytest.skip(f"no isolated wall for a non-root user here ({wall})")
-    assert uid == NOBODY and bad == [] and n == len(attack_cases())
+    got = run_as_user(1000)
+    if got["wall"] != "isolated":
+        pytest.skip(f"no isolated wall for a non-root user here ({got['wall']})")
+    assert got["uid"] == NOBODY and len(got["rows"]) == 2 * len(attack_cases())
+    assert [r["id"] for r in got["rows"] if r["escaped"] or not r["right"]] == []
 
 
 def test_readable_behind_by_hand(tmp_path):

@@ -25,6 +25,7 @@ import threading
 import time
 
 from utils.verifiers.code import ESCAPE_MARKER, EVIDENCE_DIR, SCRATCH_PREFIX, code_reward, load_code_suite
+from utils.verifiers.isolation import readable_behind  # noqa: F401 - Lab 02 imports it from here
 
 ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
     "answers": "read the expected outputs",
@@ -134,23 +135,6 @@ def _marked_processes():
     return pids
 
 
-def readable_behind(cfg, path):
-    """Whether a candidate behind the wall `cfg` (a sandbox_config()) could read the host file `path`
-    if nothing but file permissions stood in the way: as our own user, or else as any user (o+r on
-    the file, o+x on every folder above it). The isolated wall shows no host file at all."""
-    if cfg["wall"] == "isolated":
-        return False
-    if cfg["uid"] in (None, os.geteuid() if hasattr(os, "geteuid") else None):
-        return os.access(path, os.R_OK)
-    try:
-        parents = [os.path.dirname(path)]
-        while parents[-1] != os.path.dirname(parents[-1]):
-            parents.append(os.path.dirname(parents[-1]))
-        return bool(os.stat(path).st_mode & 0o004) and all(os.stat(d).st_mode & 0o001 for d in parents)
-    except OSError:
-        return False
-
-
 def attack_cases(cases=None):
     """The suite's attack cases (those with an "attack" field)."""
     return [c for c in (cases or load_code_suite()) if c.get("attack")]
@@ -179,3 +163,37 @@ def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
                              reward=got[0] if got else None, right=got == [c["label"]], escaped=bool(found),
                              evidence=found, seconds=secs))
     return rows
+
+
+def run_as_user(uid=1000, hooks=(True, False), timeout_s=900):
+    """The attack suite as another, ordinary user (needs root and setpriv): utils/ and the suites
+    copied to a folder under /tmp that user can read, run on the system Python without its
+    site-packages. Returns dict(wall, uid the sandbox runs as, rows as run_attacks gives them)."""
+    import json
+    import subprocess
+    import sys
+
+    from utils import ROOT
+
+    tmp = tempfile.mkdtemp(prefix="rlvr_as_user_")
+    try:
+        for part in ("utils", "data/code", "data/sql"):
+            shutil.copytree(os.path.join(ROOT, part), os.path.join(tmp, part),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        for folder, _, _ in os.walk(tmp):
+            os.chmod(folder, 0o755)
+        script = (f"import json, sys; sys.path.insert(0, {tmp!r})\n"
+                  "from utils.verifiers.attacks import run_attacks\n"
+                  "from utils.verifiers.isolation import sandbox_config\n"
+                  "cfg = sandbox_config()\n"
+                  f"rows = [r for hook in {tuple(hooks)!r} for r in run_attacks(audit_hook=hook)]\n"
+                  "print(json.dumps(dict(wall=cfg['wall'], uid=cfg['uid'], rows=rows)))\n")
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", python, "-I", "-S",
+                            "-c", script], capture_output=True, text=True, timeout=timeout_s, cwd=tmp,
+                           env={"HOME": tmp})
+        if r.returncode != 0:
+            raise RuntimeError(f"the suite as uid {uid} failed: {r.stderr[-2000:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -106,6 +106,26 @@ def bwrap_args(bwrap, python, binds=()):
                    "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
 
 
+def readable_by(uid, path):
+    """Whether user `uid` may read the host file `path` by its permissions: as our own user (or uid
+    None), os.access; as another, o+r on the file and o+x on every folder above it."""
+    if uid in (None, os.geteuid() if hasattr(os, "geteuid") else None):
+        return os.access(path, os.R_OK)
+    try:
+        folders = [os.path.dirname(os.path.abspath(path))]
+        while folders[-1] != os.path.dirname(folders[-1]):
+            folders.append(os.path.dirname(folders[-1]))
+        return bool(os.stat(path).st_mode & 0o004) and all(os.stat(d).st_mode & 0o001 for d in folders)
+    except OSError:
+        return False
+
+
+def readable_behind(cfg, path):
+    """Whether a process behind the wall `cfg` (a sandbox_config()) can read the host file `path`:
+    never behind the isolated wall (no host file is there unless bound in), else by permissions."""
+    return cfg["wall"] != "isolated" and readable_by(cfg["uid"], path)
+
+
 def _candidates(root):
     """(wall, prefix builder, uid, tool) for each wall this machine may have, strongest first."""
     setpriv, unshare = shutil.which("setpriv"), shutil.which("unshare")

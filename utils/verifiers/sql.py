@@ -28,17 +28,15 @@ import select
 import shutil
 import signal
 import sqlite3
-import stat
 import subprocess
 import tempfile
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from utils import DATA_DIR
-from utils.verifiers.isolation import sandbox_config
+from utils.verifiers.isolation import readable_by, sandbox_config
 from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
@@ -132,7 +130,7 @@ class _Worker:
     def __init__(self, db):
         cfg = sandbox_config()
         self.copy = None
-        if db is not None and cfg["uid"] not in (None, os.geteuid()) and not _others_can_read(db):
+        if db is not None and not readable_by(cfg["uid"], db):
             self.copy = tempfile.mkdtemp(prefix="rlvr_sql_")
             os.chmod(self.copy, 0o755)
             db = shutil.copy(db, self.copy)
@@ -256,12 +254,6 @@ def _identity(path):
     """What changes when a database file is rebuilt or edited: device, inode, size, mtime."""
     st = os.stat(path)
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _others_can_read(path):
-    """Whether any user may read `path`: o+r on the file, o+x on every folder above it."""
-    return bool(os.stat(path).st_mode & stat.S_IROTH) and all(
-        os.stat(folder).st_mode & stat.S_IXOTH for folder in Path(path).parents)
 
 
 def shutdown_worker():
