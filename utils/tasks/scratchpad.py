@@ -1,0 +1,147 @@
+"""The scratchpad task (Labs 06-07): column addition with the working written out.
+
+A problem is "478+356:"; the completion is one step per column, right to left, then the answer:
+
+    8+6+0=14 7+5+1=13 4+3+1=8 >834
+
+Step i reads "x+y+c=s": x and y are the two operands' digits in column i (0 where an operand has no
+digit there), c is the carry into the column (the tens digit of the step before; 0 for the first)
+and s = x + y + c. After the last step, ">" and the answer. Why this design:
+
+- every step can be checked on its own (is x+y+c=s true?) and against the problem (are x, y and c the
+  right digits and carry for column i?): the gap between those two checks is what a process reward
+  that only checks the arithmetic leaves open (Lab 06);
+- the number of steps is the number of digits of the longer operand, so difficulty has one knob
+  (`digits`) and completion length grows with it: about 9 tokens a step with the character
+  tokenizer, 20 to 60 tokens a completion;
+- the answer follows from the steps (the last step's sum, then each earlier step's units digit), so
+  a trace whose steps are right and whose answer is not is a visible kind of error, and so is a trace
+  with a right answer and wrong or missing steps.
+
+Splits (written by `python -m utils.tasks.scratchpad`, seed SPLITS_SEED), disjoint by prompt:
+  train  operands of 2 to 4 digits (the longer one sets the level); the only split anything trains on
+  valid  the same distribution; used only to stop base-model pre-training
+  test   the same distribution: held-out accuracy, per level
+  ood    5-digit operands: longer traces than training ever shows
+"""
+import json
+import os
+import random
+
+from utils import DATA_DIR
+
+ALPHABET = "0123456789+=>: "  # the character tokenizer's alphabet for this task
+LEVELS = (2, 3, 4)            # digits of the longer operand, in train / valid / test
+OOD_LEVELS = (5,)
+SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 600, "ood": 300}
+SPLITS_SEED = 4321
+
+
+def format_prompt(a, b):
+    """'478+356:' : the scratchpad prompt (':' where the arithmetic task has '=')."""
+    return f"{a}+{b}:"
+
+
+def steps_for(a, b):
+    """The right steps for a + b, as a list of (x, y, c, s) tuples, right-most column first."""
+    if not (isinstance(a, int) and isinstance(b, int)) or a < 0 or b < 0:
+        raise ValueError(f"operands must be non-negative ints, got {a!r} and {b!r}")
+    da, db = str(a)[::-1], str(b)[::-1]
+    out, c = [], 0
+    for i in range(max(len(da), len(db))):
+        x = int(da[i]) if i < len(da) else 0
+        y = int(db[i]) if i < len(db) else 0
+        s = x + y + c
+        out.append((x, y, c, s))
+        c = s // 10
+    return out
+
+
+def format_step(step):
+    """(8, 6, 0, 14) -> '8+6+0=14'."""
+    return "{}+{}+{}={}".format(*step)
+
+
+def format_trace(steps, answer):
+    """The completion text: the steps, space-separated, then ' >' and the answer."""
+    return " ".join(format_step(s) for s in steps) + (" " if steps else "") + f">{answer}"
+
+
+def answer_from_steps(steps):
+    """The number a list of steps spells: each step's units digit, and the last step's full sum in
+    front (8+6+0=14 7+5+1=13 4+3+1=8 -> 834). None for no steps."""
+    if not steps:
+        return None
+    return str(steps[-1][3]) + "".join(str(s[3] % 10) for s in reversed(steps[:-1]))
+
+
+def make_problem(rng, digits):
+    """One problem whose longer operand has `digits` digits: {prompt, answer, a, b, digits, trace}."""
+    if not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be an int >= 1, got {digits!r}")
+    lo = 10 ** (digits - 1) if digits > 1 else 0
+    a = rng.randint(lo, 10 ** digits - 1)
+    b = rng.randint(0 if digits == 1 else 10 ** (rng.randint(1, digits) - 1), 10 ** digits - 1)
+    if rng.random() < 0.5:
+        a, b = b, a
+    return {"prompt": format_prompt(a, b), "answer": str(a + b), "a": a, "b": b, "digits": digits,
+            "trace": format_trace(steps_for(a, b), a + b)}
+
+
+def make_splits(seed=SPLITS_SEED, sizes=None):
+    """All four splits as {name: [problem, ...]}, disjoint by prompt, levels drawn evenly."""
+    sizes = dict(SPLIT_SIZES, **(sizes or {}))
+    rng, seen, out = random.Random(seed), set(), {}
+
+    def draw(n, levels):
+        rows = []
+        while len(rows) < n:
+            p = make_problem(rng, levels[len(rows) % len(levels)])
+            if p["prompt"] not in seen:
+                seen.add(p["prompt"])
+                rows.append(p)
+        return rows
+
+    out["test"] = draw(sizes["test"], LEVELS)  # held-out splits first: train can never take their prompts
+    out["valid"] = draw(sizes["valid"], LEVELS)
+    out["ood"] = draw(sizes["ood"], OOD_LEVELS)
+    out["train"] = draw(sizes["train"], LEVELS)
+    return out
+
+
+def split_path(name, data_dir=DATA_DIR):
+    return os.path.join(data_dir, "scratchpad", f"{name}.jsonl")
+
+
+def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
+    splits = make_splits(seed)
+    os.makedirs(os.path.join(data_dir, "scratchpad"), exist_ok=True)
+    for name, rows in splits.items():
+        with open(split_path(name, data_dir), "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return splits
+
+
+def load_split(name, n=None, digits=None, data_dir=DATA_DIR):
+    """A split as a datasets.Dataset (columns prompt, answer, a, b, digits, trace): the first n rows,
+    of one level if `digits` is given."""
+    import datasets
+
+    if name not in SPLIT_SIZES:
+        raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
+    path = split_path(name, data_dir)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing; run `python -m utils.tasks.scratchpad` to write the splits")
+    ds = datasets.load_dataset("json", data_files=path, split="train")
+    if digits is not None:
+        levels = sorted(set(ds["digits"]))
+        if digits not in levels:
+            raise ValueError(f"split {name!r} has no problems with digits={digits!r}; it has {levels}")
+        ds = ds.filter(lambda r: r["digits"] == digits)
+    return ds if n is None else ds.select(range(min(n, len(ds))))
+
+
+if __name__ == "__main__":
+    s = write_splits()
+    print({k: len(v) for k, v in s.items()}, "->", os.path.dirname(split_path("train")))

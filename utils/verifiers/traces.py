@@ -1,0 +1,201 @@
+"""Verifiers for the scratchpad task's traces (utils/tasks/scratchpad.py; Lab 06), from the outcome
+alone to the whole trace. All share TRL's signature (signature.py): reward(completions, **columns)
+-> one float per completion, reading the dataset columns `answer`, `a` and `b`; none raises:
+anything that is not a readable trace scores 0.0.
+
+    outcome    1.0 iff the answer after the last '>' is right; the steps are not read
+    format     1.0 iff the whole completion parses: steps "x+y+c=s" then ">answer"
+    arithmetic the share of written steps whose sum is true (x+y+c = s), whatever they add up:
+               a process check that does not look at the problem (and can be gamed)
+    process    the share of the right steps written in the right place, over max(written, needed)
+               steps (partial credit; padding and skipping both cost); all_or_nothing=True: 1.0 iff
+               the steps are exactly the right ones
+    trace      1.0 iff the answer is right and every step is right: CoT-pass (arXiv 2506.14245)
+    shaped     a weighted sum: outcome + process and format bonuses - a penalty per extra step
+    rubric     the share of RUBRIC's criteria met, each a programmatic check
+"""
+import math
+import re
+
+from utils.tasks.scratchpad import answer_from_steps, steps_for
+from utils.verifiers.signature import per_completion
+
+MAX_CHARS = 400  # the longest right trace in the splits is about 60 characters; longer is rejected unread
+_STEP = re.compile(r"([0-9])\+([0-9])\+([0-9])=(1[0-9]|[0-9])", re.ASCII)
+_ANSWER = re.compile(r">(0|[1-9][0-9]*)", re.ASCII)
+
+
+def parse(text):
+    """A completion's trace: dict(steps, answer, well_formed), or None for a non-string or a text over
+    MAX_CHARS characters.
+
+    steps        one entry per space-separated token before the answer: (x, y, c, s) ints for a token
+                 that reads "x+y+c=s" (single digits x, y, c; s from 0 to 19), None for any other token
+    answer       the digits after the last '>' (None if there is no '>' followed by digits only)
+    well_formed  one or more tokens, each a step, then exactly one '>answer' token, nothing after it
+    """
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    tokens = text.strip(" \n").split(" ")
+    head, sep, tail = text.strip(" \n").rpartition(">")
+    answer = tail if sep and _ANSWER.fullmatch(">" + tail) else None
+    steps = []
+    for t in tokens:
+        if t.startswith(">"):
+            break
+        m = _STEP.fullmatch(t)
+        steps.append(tuple(int(g) for g in m.groups()) if m else None)
+    well_formed = (answer is not None and bool(steps) and _ANSWER.fullmatch(tokens[-1]) is not None
+                   and all(s is not None for s in steps) and len(steps) == len(tokens) - 1)
+    return {"steps": steps, "answer": answer, "well_formed": well_formed}
+
+
+def _ints(a, b):
+    try:
+        a, b = int(a), int(b)
+    except (TypeError, ValueError):
+        return None
+    return (a, b) if a >= 0 and b >= 0 else None
+
+
+def judge(text, a, b, answer=None):
+    """Every check on one completion, for the widget and the rewards: dict(parsed, expected, per_step, and
+    one value per criterion). per_step: for each written step, dict(text, parses, arithmetic, right)."""
+    t, ab = parse(text), _ints(a, b)
+    expected = steps_for(*ab) if ab else []
+    answer = str(answer) if answer is not None else (str(sum(ab)) if ab else None)
+    steps = t["steps"] if t else []
+    tokens = text.strip(" \n").split(" ")[:len(steps)] if t else []
+    per_step = [dict(text=tok, parses=s is not None, arithmetic=s is not None and s[0] + s[1] + s[2] == s[3],
+                     right=i < len(expected) and s == expected[i]) for i, (tok, s) in enumerate(zip(tokens, steps))]
+    n_right = sum(p["right"] for p in per_step)
+    good = [s for s in steps if s is not None]
+    return dict(
+        parsed=t, expected=expected, per_step=per_step,
+        outcome=bool(t and t["answer"] is not None and t["answer"] == answer),
+        well_formed=bool(t and t["well_formed"]),
+        arithmetic=sum(p["arithmetic"] for p in per_step) / len(per_step) if per_step else 0.0,
+        process=n_right / max(len(expected), len(steps)) if expected else 0.0,
+        steps_exact=bool(expected) and steps == expected,
+        extra_steps=max(0, len(steps) - len(expected)),
+        one_step_per_column=len(steps) == len(expected) and bool(expected),
+        carries_chain=bool(good) and len(good) == len(steps) and good[0][2] == 0
+        and all(s[2] == p[3] // 10 for p, s in zip(good, good[1:])),
+        answer_follows=bool(t and t["answer"] is not None and good and len(good) == len(steps)
+                            and answer_from_steps(good) == t["answer"]),
+    )
+
+
+def _score(key, completions, answer, a, b):
+    out = []
+    for text, ans, x, y in per_completion(completions, answer, a, b):
+        try:
+            out.append(float(judge(text, x, y, ans)[key]))
+        except Exception:  # noqa: BLE001 - a verifier never raises: what it cannot judge scores 0.0
+            out.append(0.0)
+    return out
+
+
+def outcome_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """1.0 iff the digits after the last '>' equal `answer` (the steps are not read)."""
+    return _score("outcome", completions, answer, a, b)
+
+
+def format_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """1.0 iff the completion parses: steps "x+y+c=s", then ">answer", nothing else (not its values)."""
+    return _score("well_formed", completions, answer, a, b)
+
+
+def arithmetic_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """The share of written steps whose sum is true, whatever digits they add (0.0 without steps)."""
+    return _score("arithmetic", completions, answer, a, b)
+
+
+def process_reward(completions, answer=None, a=None, b=None, all_or_nothing=False, **kwargs):
+    """Right steps in the right place / max(steps written, steps needed); all_or_nothing=True: 1.0 iff the
+    steps are exactly the right ones."""
+    return _score("steps_exact" if all_or_nothing else "process", completions, answer, a, b)
+
+
+def process_strict_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """process_reward with all_or_nothing=True, as its own reward function (TRL passes no options)."""
+    return _score("steps_exact", completions, answer, a, b)
+
+
+def trace_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """1.0 iff the answer is right and the steps are exactly the right ones (CoT-pass, arXiv 2506.14245)."""
+    outcome = _score("outcome", completions, answer, a, b)
+    steps = _score("steps_exact", completions, answer, a, b)
+    return [o * s for o, s in zip(outcome, steps)]
+
+
+SHAPED_DEFAULTS = dict(outcome=1.0, process=0.2, format=0.1, extra_step_penalty=0.1)
+
+
+def _check_weights(weights, allowed):
+    unknown = set(weights) - set(allowed)
+    if unknown:
+        raise ValueError(f"unknown reward weight(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    for k, w in weights.items():
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"reward weight {k}={w!r} must be a finite number >= 0 (penalties are subtracted)")
+    if not any(w > 0 for w in weights.values()):
+        raise ValueError(f"all reward weights are zero ({weights}): the reward would be 0 for everything")
+
+
+def shaped_reward(**weights):
+    """A multi-level reward: outcome*w_outcome + process*w_process + format*w_format - extra_step_penalty per
+    step written beyond those needed. Weights default to SHAPED_DEFAULTS; each must be finite and >= 0,
+    not all zero (ValueError naming the field otherwise). Returns a reward function (TRL's signature)."""
+    w = dict(SHAPED_DEFAULTS, **weights)
+    _check_weights(w, SHAPED_DEFAULTS)
+
+    def shaped(completions, answer=None, a=None, b=None, **kwargs):
+        out = []
+        for text, ans, x, y in per_completion(completions, answer, a, b):
+            try:
+                j = judge(text, x, y, ans)
+                out.append(w["outcome"] * j["outcome"] + w["process"] * j["process"]
+                           + w["format"] * j["well_formed"] - w["extra_step_penalty"] * j["extra_steps"])
+            except Exception:  # noqa: BLE001 - never raises
+                out.append(0.0)
+        return out
+
+    shaped.__name__ = "shaped_reward"
+    shaped.weights = w
+    return shaped
+
+
+RUBRIC = {  # criterion -> what it checks
+    "well_formed": "the trace parses: steps, then '>answer'",
+    "one_step_per_column": "as many steps as the longer operand has digits",
+    "carries_chain": "each carry is the tens digit of the step before (0 first)",
+    "arithmetic": "every step's sum is true",
+    "answer_follows": "the answer is what the steps spell",
+    "outcome": "the answer is right",
+}
+
+
+def rubric(criteria=tuple(RUBRIC)):
+    """A rubric reward: the share of `criteria` (keys of RUBRIC) met by each completion ('arithmetic' is met
+    when every step is true). ValueError for an empty or unknown criterion. Returns a reward function."""
+    criteria = tuple(criteria) if isinstance(criteria, (list, tuple)) else (criteria,)
+    bad = [c for c in criteria if c not in RUBRIC]
+    if bad or not criteria:
+        raise ValueError(f"criteria must be a non-empty list of {list(RUBRIC)}; unknown: {bad}")
+
+    def rubric_reward(completions, answer=None, a=None, b=None, **kwargs):
+        out = []
+        for text, ans, x, y in per_completion(completions, answer, a, b):
+            try:
+                j = judge(text, x, y, ans)
+                out.append(sum(j[c] == 1.0 if c == "arithmetic" else bool(j[c]) for c in criteria) / len(criteria))
+            except Exception:  # noqa: BLE001 - never raises
+                out.append(0.0)
+        return out
+
+    rubric_reward.criteria = criteria
+    return rubric_reward
+
+
+rubric_reward = rubric()
