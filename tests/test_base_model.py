@@ -2,6 +2,7 @@
 import json
 import os
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -56,3 +57,20 @@ def test_build_script_writes_a_loadable_model(tmp_path):
     ids = torch.tensor([t2("37+29=", add_special_tokens=False)["input_ids"]])
     with torch.no_grad():
         assert torch.allclose(m2(ids).logits, model(ids).logits, atol=1e-6)
+
+
+def test_build_script_scratchpad_task_and_bad_settings(tmp_path):
+    from utils.models.build_base_model import TRACE_CONFIG
+    from utils.tasks.scratchpad import ALPHABET
+
+    model, tok = build(out_dir=str(tmp_path), task="scratchpad", max_steps=2, eval_every=1000, batch_size=4,
+                       n_layer=1, n_embd=32, n_head=2)
+    with open(tmp_path / "build_log.json") as f:
+        log = json.load(f)
+    assert log["task"] == "scratchpad" and log["config"]["n_positions"] == TRACE_CONFIG["n_positions"]
+    assert model.config.n_positions == TRACE_CONFIG["n_positions"] and len(tok) == 3 + len(ALPHABET)
+    assert tok.decode(tok("8+6+0=14 >834", add_special_tokens=False)["input_ids"]) == "8+6+0=14 >834"
+    with pytest.raises(ValueError, match="unknown task"):
+        build(out_dir=str(tmp_path), task="chess")
+    with pytest.raises(ValueError, match="p_big"):
+        build(out_dir=str(tmp_path), task="scratchpad", p_big=0.1)  # an arithmetic-only setting

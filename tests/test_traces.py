@@ -139,3 +139,18 @@ def test_judge_per_step():
     assert [(p["parses"], p["arithmetic"], p["right"]) for p in j["per_step"]] == \
         [(True, False, False), (True, True, True), (False, False, False)]
     assert j["expected"] == sp.steps_for(478, 356) and j["outcome"] and not j["well_formed"]
+
+
+def test_noisy_traces_are_what_their_kind_says():
+    rng, seen = random.Random(0), set()
+    for _ in range(600):
+        a, b = rng.randint(10, 9999), rng.randint(10, 9999)
+        kind, text = sp.noisy_trace(rng, a, b)
+        seen.add(kind)
+        j = T.judge(text, a, b)
+        want = {"right": (True, True, True), "slip": (False, False, True), "skip": (True, False, True),
+                "pad": (True, False, True), "miscopy": (False, True, True), "bare": (True, False, False)}[kind]
+        assert (j["outcome"], j["steps_exact"], j["well_formed"]) == want, (kind, text)
+        assert set(text) <= set(sp.ALPHABET)
+    assert seen == set(sp.NOISE)
+    assert sp.noisy_trace(random.Random(3), 478, 356, noise={"right": 1.0}) == ("right", GOOD)

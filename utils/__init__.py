@@ -19,3 +19,4 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(ROOT, "data")
 BASE_MODEL_DIR = os.path.join(DATA_DIR, "base_model")
+TRACE_MODEL_DIR = os.path.join(DATA_DIR, "trace_model")  # the scratchpad task's model (Labs 06-07)

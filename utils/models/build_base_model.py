@@ -1,12 +1,14 @@
-"""Build the shipped base model: a small GPT-2 pre-trained on arithmetic text, stopped early.
+"""Build a shipped base model: a small GPT-2 pre-trained on one task's text, stopped early.
 
-    python -m utils.models.build_base_model           # ~2-4 minutes on a 2-core CPU
+    python -m utils.models.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
+    python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, data/trace_model
 
-It trains on "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit
-problems, never OOD-split ones), and checks sampled pass@1 (temperature 1) on the *valid*
-split every EVAL_EVERY steps. It stops at the first check where pass@1 reaches TARGET, so
-the model is right sometimes but not always: room for RL to improve it. The result is
-written in standard HF format (safetensors) to data/base_model/.
+Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
+OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:
+right traces, slips, skipped and padded steps, miscopied answers, answers without working). Both check
+sampled pass@1 (temperature 1, the final answer only) on the *valid* split every eval_every steps and
+stop at the first check where it reaches target_pass1, so the model is right sometimes but not always:
+room for RL to improve it. The result is written in standard HF format (safetensors).
 """
 import json
 import os
@@ -17,38 +19,71 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from utils import BASE_MODEL_DIR
+from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
 from utils.eval.metrics import evaluate
 from utils.models.policy import char_tokenizer
-from utils.tasks.arithmetic import load_split, pretrain_problem
 
 CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,
     eval_every=50, target_pass1=0.25, p_big=0.05, label_smoothing=0.0,
 )
+TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more positions
+    seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=64, lr=1e-3, max_steps=6000,
+    eval_every=25, target_pass1=0.25, label_smoothing=0.0, n_positions=128, max_new_tokens=64,
+)
+TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR)}
 
 
-def build(out_dir=BASE_MODEL_DIR, **overrides):
-    cfg = dict(CONFIG, **overrides)
+def _task(task, cfg, rng):
+    """(tokenizer, n_positions, sample() -> (prompt, completion), valid prompts, valid answers, max_new_tokens)."""
+    if task == "arithmetic":
+        from utils.tasks.arithmetic import load_split, pretrain_problem
+        train = load_split("train")
+        train_rows = [{"prompt": p, "answer": a} for p, a in zip(train["prompt"], train["answer"])]
+        ood_prompts = set(load_split("ood")["prompt"])
+
+        def sample():
+            b = pretrain_problem(rng, train_rows, ood_prompts, cfg["p_big"])
+            return b["prompt"], b["answer"]
+        valid, n_pos, max_new = load_split("valid"), 32, 8
+        tok = char_tokenizer()
+    else:
+        from utils.tasks import scratchpad
+        train_rows = list(scratchpad.load_split("train"))
+        valid, n_pos, max_new = scratchpad.load_split("valid"), cfg["n_positions"], cfg["max_new_tokens"]
+        tok = char_tokenizer(scratchpad.ALPHABET, max_length=n_pos)
+
+        def sample():
+            return scratchpad.pretrain_example(rng, train_rows)
+    return tok, n_pos, sample, valid["prompt"], valid["answer"], max_new
+
+
+def build(out_dir=None, task="arithmetic", **overrides):
+    """Pre-train `task`'s base model (TASKS: its CONFIG and folder, `out_dir` instead if given); returns
+    (model, tokenizer). Overrides replace CONFIG values; an unknown name is a ValueError."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; allowed: {sorted(TASKS)}")
+    defaults, folder = TASKS[task]
+    unknown = set(overrides) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown build setting(s) {sorted(unknown)} for task {task!r}; allowed: {sorted(defaults)}")
+    cfg, out_dir = dict(defaults, **overrides), out_dir or folder
     torch.manual_seed(cfg["seed"])
     rng = random.Random(cfg["seed"])
-    tok = char_tokenizer()
+    tok, n_positions, sample, valid_prompts, valid_answers, max_new = _task(task, cfg, rng)
     model = GPT2LMHeadModel(GPT2Config(
-        vocab_size=len(tok), n_positions=32, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"], n_head=cfg["n_head"],
+        vocab_size=len(tok), n_positions=n_positions, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"],
+        n_head=cfg["n_head"],
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         activation_function="gelu_pytorch_tanh",  # GPT-2's gelu, fused: same values, faster on CPU
         bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id))
-    train = load_split("train")
-    train_rows = [{"prompt": p, "answer": a} for p, a in zip(train["prompt"], train["answer"])]
-    ood_prompts = set(load_split("ood")["prompt"])
-    valid = load_split("valid")
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.0)
 
     t0, log = time.time(), []
     for step in range(1, cfg["max_steps"] + 1):
-        batch = [pretrain_problem(rng, train_rows, ood_prompts, cfg["p_big"]) for _ in range(cfg["batch_size"])]
-        p_ids = [tok(b["prompt"], add_special_tokens=False)["input_ids"] for b in batch]
-        a_ids = [tok(b["answer"], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for b in batch]
+        batch = [sample() for _ in range(cfg["batch_size"])]
+        p_ids = [tok(p, add_special_tokens=False)["input_ids"] for p, _ in batch]
+        a_ids = [tok(c, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for _, c in batch]
         L = max(len(p) + len(a) for p, a in zip(p_ids, a_ids))
         ids = torch.full((len(batch), L), tok.pad_token_id)
         labels = torch.full((len(batch), L), -100)
@@ -64,7 +99,7 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
         loss.backward()
         opt.step()
         if step % cfg["eval_every"] == 0:
-            ev = evaluate(model, tok, valid["prompt"], valid["answer"], k=4, seed=step)
+            ev = _valid_pass1(task, model, tok, valid_prompts, valid_answers, max_new, step)
             log.append({"step": step, "loss": round(loss.item(), 4), "valid_pass@1": round(ev["pass@1"], 4)})
             print(log[-1], f"{time.time() - t0:.0f}s", flush=True)
             if ev["pass@1"] >= cfg["target_pass1"]:
@@ -74,11 +109,22 @@ def build(out_dir=BASE_MODEL_DIR, **overrides):
     model.save_pretrained(out_dir, safe_serialization=True)
     tok.save_pretrained(out_dir)
     with open(os.path.join(out_dir, "build_log.json"), "w") as f:
-        json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}, f, indent=1)
+        json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}
+                  | ({"task": task} if task != "arithmetic" else {}), f, indent=1)
     return model, tok
+
+
+def _valid_pass1(task, model, tok, prompts, answers, max_new_tokens, seed):
+    if task == "arithmetic":
+        return evaluate(model, tok, prompts, answers, k=4, seed=seed)
+    from utils.verifiers.traces import outcome_reward
+    return evaluate(model, tok, prompts, answers, k=4, seed=seed, max_new_tokens=max_new_tokens,
+                    reward_fn=outcome_reward)
 
 
 if __name__ == "__main__":
     import sys
 
-    build(**{k: type(CONFIG[k])(v) if k in CONFIG else v for k, v in (a.split("=", 1) for a in sys.argv[1:])})
+    args = dict(a.split("=", 1) for a in sys.argv[1:])
+    defaults = TASKS.get(args.get("task", "arithmetic"), (CONFIG,))[0]
+    build(**{k: type(defaults[k])(v) if k in defaults else v for k, v in args.items()})

@@ -16,7 +16,7 @@ from utils import BASE_MODEL_DIR
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
 
 
-def char_tokenizer(alphabet="0123456789+-*= "):
+def char_tokenizer(alphabet="0123456789+-*= ", max_length=64):
     """A character-level tokenizer (tokenizers library) wrapped so AutoTokenizer can load it.
 
     Every character of `alphabet` is one token; <pad>=0, <eos>=1, <unk>=2.
@@ -32,7 +32,7 @@ def char_tokenizer(alphabet="0123456789+-*= "):
     tok.decoder = decoders.Fuse()
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>",
-        padding_side="left", model_max_length=64,
+        padding_side="left", model_max_length=max_length,
     )
 
 

@@ -109,6 +109,51 @@ def make_splits(seed=SPLITS_SEED, sizes=None):
     return out
 
 
+# The base model's pre-training text (utils/models/build_base_model.py, task "scratchpad"): right traces,
+# and the flaws of real working, so that RL finds length and trace quality that vary.
+NOISE = {
+    "right": 0.55,     # the right steps and answer
+    "slip": 0.15,      # one step's sum off by one; the rest (carries, answer) follow the slip
+    "skip": 0.10,      # one step left out; the right answer all the same
+    "pad": 0.10,       # a step that adds nothing (0+0+0=0) or a step written twice; the right answer
+    "miscopy": 0.05,   # the right steps; one digit of the answer wrong
+    "bare": 0.05,      # no working: '>answer' alone
+}
+
+
+def noisy_trace(rng, a, b, noise=None):
+    """(kind, completion text) for a + b, its kind drawn from `noise` (NOISE's shares by default)."""
+    noise = noise or NOISE
+    kind = rng.choices(list(noise), weights=list(noise.values()))[0]
+    steps, answer = steps_for(a, b), str(a + b)
+    if kind == "slip":
+        i, c, out = rng.randrange(len(steps)), 0, []
+        for j, (x, y, _, _) in enumerate(steps):
+            s = x + y + c
+            s = s + 1 if j == i and s < 19 else s - 1 if j == i else s
+            out.append((x, y, c, s))
+            c = min(s // 10, 1)
+        steps, answer = out, answer_from_steps(out)
+    elif kind == "skip" and len(steps) > 1:
+        del steps[rng.randrange(len(steps))]
+    elif kind == "pad":
+        i = rng.randrange(len(steps) + 1)
+        steps.insert(i, (0, 0, 0, 0) if rng.random() < 0.5 else steps[min(i, len(steps) - 1)])
+    elif kind == "miscopy":
+        i = rng.randrange(len(answer))
+        digit = rng.choice([d for d in "0123456789" if d != answer[i] and (i or d != "0")])
+        answer = answer[:i] + digit + answer[i + 1:]
+    elif kind == "bare":
+        return kind, f">{answer}"
+    return kind, format_trace(steps, answer)
+
+
+def pretrain_example(rng, train_rows):
+    """A (prompt, completion) pair for base-model pre-training: a train problem and a noisy trace of it."""
+    p = rng.choice(train_rows)
+    return p["prompt"], noisy_trace(rng, p["a"], p["b"])[1]
+
+
 def split_path(name, data_dir=DATA_DIR):
     return os.path.join(data_dir, "scratchpad", f"{name}.jsonl")
 
