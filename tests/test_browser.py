@@ -5,6 +5,14 @@ every assertion on the science held), cells marked `# NBVAL_CHECK_OUTPUT` printe
 widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/
 (or $RLVR_LABS_SCREENSHOTS).
 
+The kernel runs in this environment. RLVR_LABS_BROWSER_KERNEL=colab runs it instead in Colab's runtime with
+ipywidgets 8 (tools/colab_runtime.py, browser_kernel): Colab's Python, torch, numpy and transformers, and
+TRL as the setup cell installs it there, so that a lab here and its solution in tests/test_colab.py would
+train with the same libraries and the session's run cache would compute each run once for both passes.
+Not the default yet: in our one trial (2026-11-24) Lab 02 took 650 s in the browser with that kernel
+against 192 s under nbval with the same kernel, for a reason not yet found (ipykernel 6.17's debugger
+under JupyterLab is the first suspect).
+
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
 them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.
 """
@@ -89,6 +97,16 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _kernel_python():
+    """The kernel's Python: this one, or with RLVR_LABS_BROWSER_KERNEL=colab the Colab runtime with
+    ipywidgets 8 (built if missing)."""
+    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "here") != "colab":
+        return sys.executable
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_runtime
+    return str(colab_runtime.browser_kernel())
+
+
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory, session_run_cache):
     """JupyterLab on a copy of labs/ (running cells must not write outputs into the repo), with the
@@ -98,6 +116,12 @@ def lab_server(tmp_path_factory, session_run_cache):
     for entry in ROOT.iterdir():  # the rest of the course, linked as it is (utils/, data/, benchmarks/, ...)
         if entry.name not in ("labs", ".git", "build"):
             (work / entry.name).symlink_to(entry)
+    kernels = work / "jupyter-data" / "kernels" / "python3"  # found before any other kernel named python3
+    # (no "debugger" in its metadata: JupyterLab offers no debugger for it)
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [_kernel_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python"}))
     settings = work / "settings"
     for name, value in SETTINGS.items():
         plugin, file = name.split("/")[0], name.split("/")[1]
@@ -105,6 +129,7 @@ def lab_server(tmp_path_factory, session_run_cache):
         (settings / plugin / file).write_text(json.dumps(value))
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # figures inline, as a learner sees them
     env.update(RLVR_LABS_CACHE=session_run_cache, JUPYTER_CONFIG_DIR=str(work / "config"),
+               JUPYTER_PATH=str(work / "jupyter-data"),
                JUPYTERLAB_SETTINGS_DIR=str(settings), JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"))
     port = _free_port()
     log = open(work / "jupyter.log", "w")
@@ -161,6 +186,25 @@ def run_lab(page, url, name):
                               === 'idle'""", timeout=60_000)
     page.wait_for_timeout(2000)
     return time.time() - started
+
+
+def test_kernel_is_colab_with_widgets_8():
+    """The kernel the labs run in: Colab's Python, torch, numpy and transformers, the lock's TRL (as the Colab
+    pass's setup cell installs it), and ipywidgets 8 (the widget front end is JupyterLab's)."""
+    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "here") != "colab":
+        pytest.skip("the kernel is this environment (RLVR_LABS_BROWSER_KERNEL=colab: Colab's runtime)")
+    probe = ("import sys, json, torch, numpy, transformers, trl, ipywidgets; print(json.dumps(dict(python="
+             "'%d.%d' % sys.version_info[:2], torch=torch.__version__.split('+')[0], numpy=numpy.__version__, "
+             "transformers=transformers.__version__, trl=trl.__version__, ipywidgets=ipywidgets.__version__)))")
+    got = json.loads(subprocess.run([_kernel_python(), "-c", probe], capture_output=True, text=True, check=True,
+                                    cwd="/").stdout)
+    import colab_runtime
+    lock = dict(ln.split("==") for ln in (ROOT / "requirements-lock.txt").read_text().split() if "==" in ln)
+    want = {"torch": colab_runtime.COLAB["torch"], "numpy": colab_runtime.COLAB["numpy"],
+            "transformers": colab_runtime.COLAB["transformers"], "trl": lock["trl"], "ipywidgets": lock["ipywidgets"]}
+    assert {k: got[k] for k in want} == want and got["ipywidgets"].startswith("8.")
+    if colab_runtime.base_python()[1] is None:  # Colab's Python is here
+        assert got["python"] == colab_runtime.COLAB_PYTHON
 
 
 @pytest.mark.parametrize("name", LABS)

@@ -4,6 +4,7 @@ the course touches (the table below), and not TRL, which the setup cell has to i
 
     python tools/colab_runtime.py [FOLDER]     # default build/colab-runtime; prints the venv's python
     python tools/colab_runtime.py --spec       # print the Python and the pins it would install, and exit
+    python tools/colab_runtime.py --browser    # also the browser pass's kernel (browser_kernel below)
 
 Used by tests/test_colab.py (which builds it when missing) and by .ci/run (which builds it while
 installing, so that the tests' time is the tests').
@@ -27,6 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "build" / "colab-runtime"
+BROWSER = ROOT / "build" / "colab-browser-kernel"
+LOCK = ROOT / "requirements-lock.txt"
+WIDGETS_8 = ("ipywidgets", "widgetsnbextension", "jupyterlab-widgets", "comm")  # JupyterLab's widget stack
 
 # What a fresh Colab CPU runtime holds, for the packages the course touches. Source: the googlecolab/
 # backend-info repository (pip-freeze.txt, os-info.txt), snapshot of 2026-08-19 ("Upgrade to Python 3.13");
@@ -117,10 +121,68 @@ def restore(py, quiet=True):
     subprocess.run([py, "-m", "pip", "install", *q, *spec()], check=True, env=env)
 
 
+def _norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def freeze(py):
+    """{normalized name: version} of what the environment of python `py` sees."""
+    out = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                         check=True).stdout
+    return {_norm(line.split("==")[0]): line.split("==")[1] for line in out.split() if "==" in line}
+
+
+def lock_pins_missing_from(py):
+    """The lock's pins for the packages the runtime of python `py` lacks: the constraints the Colab pass's
+    setup cell installs with (TRL and what is new to Colab at the versions CI tests; nothing Colab has)."""
+    have = freeze(py)
+    return [ln for ln in LOCK.read_text().splitlines() if "==" in ln and not ln.startswith("#")
+            and _norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
+
+
+def browser_kernel(folder=BROWSER, quiet=True):
+    """The Python of the browser pass's kernel (tests/test_browser.py): the Colab stand-in as the setup cell
+    leaves it, with JupyterLab's ipywidgets 8 on top. A venv of Colab's Python whose own packages come first
+    and the stand-in's after them (a .pth file): requirements.txt installed as the setup cell installs it
+    on Colab (the lock's pins for what Colab lacks), and WIDGETS_8 at the lock's versions. So the labs in
+    the browser and the solutions down the Colab branch train with the same torch, numpy, transformers and
+    TRL, and the test session's run cache computes each training run once for both passes. The stand-in
+    itself is not touched (build() makes it if missing)."""
+    folder, runtime = Path(folder), build()
+    pins = lock_pins_missing_from(runtime)
+    widgets = [ln for ln in LOCK.read_text().splitlines() if _norm(ln.split("==")[0]) in WIDGETS_8]
+    want = hashlib.sha256("\n".join([str(runtime), (runtime.parent.parent / "rlvr-labs-spec.txt").read_text(),
+                                     *pins, *widgets, (ROOT / "requirements.txt").read_text()]).encode()).hexdigest()
+    stamp = folder / "rlvr-labs-spec.txt"
+    if stamp.exists() and stamp.read_text() == want and python_of(folder).exists():
+        return python_of(folder)
+    if folder.exists():
+        shutil.rmtree(folder)
+    base = subprocess.run([str(runtime), "-c", "import sys; print(sys._base_executable)"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    subprocess.run([base, "-m", "venv", "--clear", str(folder)], check=True)
+    py = str(python_of(folder))
+    site = lambda p: subprocess.run([p, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],  # noqa: E731
+                                    capture_output=True, text=True, check=True).stdout.strip()
+    Path(site(py), "zz-colab-runtime.pth").write_text(site(str(runtime)) + "\n")
+    cons = folder / "constraints.txt"
+    cons.write_text("\n".join(pins + widgets) + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+    q = ["--quiet"] if quiet else []
+    subprocess.run([py, "-m", "pip", "install", *q, "-c", str(cons), "-r", str(ROOT / "requirements.txt"),
+                    *[w.split("==")[0] for w in widgets]], check=True, env=env)
+    stamp.write_text(want)
+    return python_of(folder)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--spec"]:
         py, note = base_python()
         print(f"Colab ({COLAB_SOURCE}): Python {COLAB_PYTHON}; here {py}" + (f" ({note})" if note else ""))
         print("\n".join(spec()))
+        sys.exit(0)
+    if sys.argv[1:] == ["--browser"]:
+        print(build(quiet=False))
+        print(browser_kernel(quiet=False))
         sys.exit(0)
     print(build(sys.argv[1] if len(sys.argv) > 1 else DEFAULT, quiet=False))

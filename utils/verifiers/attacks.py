@@ -20,11 +20,12 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
 
-from utils.verifiers.code import ESCAPE_MARKER, EVIDENCE_DIR, SCRATCH_PREFIX, code_reward, load_code_suite
+from utils.verifiers.code import ESCAPE_MARKER, EVIDENCE_DIR, SCRATCH_PREFIX, _remove, code_reward, load_code_suite
 from utils.verifiers.isolation import readable_behind  # noqa: F401 - Lab 02 imports it from here
 
 ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
@@ -41,14 +42,16 @@ ABSTRACT_SOCKET = "\0rlvr-evidence-listener"
 
 class Evidence:
     """The host-side traps: EVIDENCE_DIR (mode 1777) with a Unix-socket listener in it, and an
-    abstract-socket listener. Use as a context manager; collect() after each call."""
+    abstract-socket listener (Linux only; no listeners where Python has no Unix sockets, as on
+    Windows). Use as a context manager; collect() after each call."""
 
     def __enter__(self):
         shutil.rmtree(EVIDENCE_DIR, ignore_errors=True)
         os.makedirs(EVIDENCE_DIR)
         os.chmod(EVIDENCE_DIR, 0o1777)
         self.messages, self.socks, self.threads = [], [], []
-        for addr in (os.path.join(EVIDENCE_DIR, "listener.sock"), ABSTRACT_SOCKET):
+        addrs = [os.path.join(EVIDENCE_DIR, "listener.sock")] + [ABSTRACT_SOCKET] * sys.platform.startswith("linux")
+        for addr in addrs if hasattr(socket, "AF_UNIX") else []:
             s = socket.socket(socket.AF_UNIX)
             s.bind(addr)
             if not addr.startswith("\0"):
@@ -111,7 +114,7 @@ class Evidence:
         for f in glob.glob("/dev/shm/rlvr*"):
             os.remove(f)
         for d in left:
-            os.system(f"chmod -R u+rwx '{d}' 2>/dev/null; rm -rf '{d}'")  # our own names, no input
+            _remove(d)
         self.scratch = self._scratch()
 
     def __exit__(self, *exc):
