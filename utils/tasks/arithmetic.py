@@ -11,11 +11,11 @@ Splits (written by `python -m utils.tasks.arithmetic`, loadable with `datasets`)
          Pre-training sees a small share of *other* 3-digit problems, so the base model
          solves these sometimes.
 """
-import json
 import os
 import random
 
 from utils import DATA_DIR
+from utils.tasks import read_jsonl, write_jsonl
 
 OPS = "+-"
 SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 500, "ood": 500}
@@ -94,25 +94,14 @@ def split_path(name, data_dir=DATA_DIR):
 
 
 def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
-    splits = make_splits(seed)
-    os.makedirs(os.path.join(data_dir, "arithmetic"), exist_ok=True)
-    for name, rows in splits.items():
-        with open(split_path(name, data_dir), "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-    return splits
+    return write_jsonl(make_splits(seed), os.path.join(data_dir, "arithmetic"))
 
 
 def load_split(name, n=None, data_dir=DATA_DIR):
     """A split as a datasets.Dataset with columns prompt, answer, a, op, b (first n rows)."""
-    import datasets
-
     if name not in SPLIT_SIZES:
         raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
-    path = split_path(name, data_dir)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing; run `python -m utils.tasks.arithmetic` to write the splits")
-    ds = datasets.load_dataset("json", data_files=path, split="train")
+    ds = read_jsonl(split_path(name, data_dir), "utils.tasks.arithmetic")
     return ds if n is None else ds.select(range(min(n, len(ds))))
 
 

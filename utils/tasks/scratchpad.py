@@ -24,11 +24,11 @@ Splits (written by `python -m utils.tasks.scratchpad`, seed SPLITS_SEED), disjoi
   test   the same distribution: held-out accuracy, per level
   ood    5-digit operands: longer traces than training ever shows
 """
-import json
 import os
 import random
 
 from utils import DATA_DIR
+from utils.tasks import read_jsonl, write_jsonl
 
 ALPHABET = "0123456789+=>: "  # the character tokenizer's alphabet for this task
 LEVELS = (2, 3, 4)            # digits of the longer operand, in train / valid / test
@@ -159,26 +159,15 @@ def split_path(name, data_dir=DATA_DIR):
 
 
 def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
-    splits = make_splits(seed)
-    os.makedirs(os.path.join(data_dir, "scratchpad"), exist_ok=True)
-    for name, rows in splits.items():
-        with open(split_path(name, data_dir), "w") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-    return splits
+    return write_jsonl(make_splits(seed), os.path.join(data_dir, "scratchpad"))
 
 
 def load_split(name, n=None, digits=None, data_dir=DATA_DIR):
     """A split as a datasets.Dataset (columns prompt, answer, a, b, digits, trace): the first n rows,
     of one level if `digits` is given."""
-    import datasets
-
     if name not in SPLIT_SIZES:
         raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
-    path = split_path(name, data_dir)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing; run `python -m utils.tasks.scratchpad` to write the splits")
-    ds = datasets.load_dataset("json", data_files=path, split="train")
+    ds = read_jsonl(split_path(name, data_dir), "utils.tasks.scratchpad")
     if digits is not None:
         levels = sorted(set(ds["digits"]))
         if digits not in levels:
