@@ -15,7 +15,6 @@ the solutions run, so each notebook of the course runs once in the suite, not tw
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import colab_runtime  # noqa: E402
 
-LOCK = ROOT / "requirements-lock.txt"
 SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
 
@@ -63,26 +61,15 @@ def runtime():
     return py
 
 
-def _freeze(runtime):
-    """{normalized name: version} of what the runtime holds."""
-    out = subprocess.run([runtime, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
-                         check=True).stdout
-    return {_norm(line.split("==")[0]): line.split("==")[1] for line in out.split() if "==" in line}
-
-
-def _norm(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
+_freeze, _norm = colab_runtime.freeze, colab_runtime.norm  # {normalized name: version}; a normalized name
 
 
 @pytest.fixture(scope="module")
 def constraints(runtime, tmp_path_factory):
     """The lock's pins for what Colab lacks (TRL and packages new to the runtime), so the setup cell installs
     the versions CI tests everywhere else; nothing Colab has is pinned, so nothing it has is moved by us."""
-    have = _freeze(runtime)
     path = tmp_path_factory.mktemp("constraints") / "colab-constraints.txt"
-    lines = [ln for ln in LOCK.read_text().splitlines() if "==" in ln and not ln.startswith("#")
-             and _norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(colab_runtime.lock_pins_missing_from(runtime)) + "\n")
     return str(path)
 
 

@@ -121,7 +121,8 @@ def restore(py, quiet=True):
     subprocess.run([py, "-m", "pip", "install", *q, *spec()], check=True, env=env)
 
 
-def _norm(name):
+def norm(name):
+    """A package name as pip compares names: lower case, runs of -, _ and . as one -."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -129,7 +130,7 @@ def freeze(py):
     """{normalized name: version} of what the environment of python `py` sees."""
     out = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
                          check=True).stdout
-    return {_norm(line.split("==")[0]): line.split("==")[1] for line in out.split() if "==" in line}
+    return {norm(line.split("==")[0]): line.split("==")[1] for line in out.split() if "==" in line}
 
 
 def lock_pins_missing_from(py):
@@ -137,7 +138,7 @@ def lock_pins_missing_from(py):
     setup cell installs with (TRL and what is new to Colab at the versions CI tests; nothing Colab has)."""
     have = freeze(py)
     return [ln for ln in LOCK.read_text().splitlines() if "==" in ln and not ln.startswith("#")
-            and _norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
+            and norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
 
 
 def browser_kernel(folder=BROWSER, quiet=True):
@@ -150,7 +151,7 @@ def browser_kernel(folder=BROWSER, quiet=True):
     itself is not touched (build() makes it if missing)."""
     folder, runtime = Path(folder), build()
     pins = lock_pins_missing_from(runtime)
-    widgets = [ln for ln in LOCK.read_text().splitlines() if _norm(ln.split("==")[0]) in WIDGETS_8]
+    widgets = [ln for ln in LOCK.read_text().splitlines() if norm(ln.split("==")[0]) in WIDGETS_8]
     want = hashlib.sha256("\n".join([str(runtime), (runtime.parent.parent / "rlvr-labs-spec.txt").read_text(),
                                      *pins, *widgets, (ROOT / "requirements.txt").read_text()]).encode()).hexdigest()
     stamp = folder / "rlvr-labs-spec.txt"

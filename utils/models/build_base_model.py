@@ -35,7 +35,8 @@ TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TR
 
 
 def _task(task, cfg, rng):
-    """(tokenizer, n_positions, sample() -> (prompt, completion), valid prompts, valid answers, max_new_tokens)."""
+    """(tokenizer, n_positions, sample() -> (prompt, completion), valid prompts, valid answers, max_new_tokens,
+    the reward that judges a valid answer)."""
     if task == "arithmetic":
         from utils.tasks.arithmetic import load_split, pretrain_problem
         train = load_split("train")
@@ -45,17 +46,19 @@ def _task(task, cfg, rng):
         def sample():
             b = pretrain_problem(rng, train_rows, ood_prompts, cfg["p_big"])
             return b["prompt"], b["answer"]
+        from utils.verifiers.arithmetic import strict_reward as reward_fn
         valid, n_pos, max_new = load_split("valid"), 32, 8
         tok = char_tokenizer()
     else:
         from utils.tasks import scratchpad
+        from utils.verifiers.traces import outcome_reward as reward_fn
         train_rows = list(scratchpad.load_split("train"))
         valid, n_pos, max_new = scratchpad.load_split("valid"), cfg["n_positions"], cfg["max_new_tokens"]
         tok = char_tokenizer(scratchpad.ALPHABET, max_length=n_pos)
 
         def sample():
             return scratchpad.pretrain_example(rng, train_rows)
-    return tok, n_pos, sample, valid["prompt"], valid["answer"], max_new
+    return tok, n_pos, sample, valid["prompt"], valid["answer"], max_new, reward_fn
 
 
 def build(out_dir=None, task="arithmetic", **overrides):
@@ -70,7 +73,7 @@ def build(out_dir=None, task="arithmetic", **overrides):
     cfg, out_dir = dict(defaults, **overrides), out_dir or folder
     torch.manual_seed(cfg["seed"])
     rng = random.Random(cfg["seed"])
-    tok, n_positions, sample, valid_prompts, valid_answers, max_new = _task(task, cfg, rng)
+    tok, n_positions, sample, valid_prompts, valid_answers, max_new, reward_fn = _task(task, cfg, rng)
     model = GPT2LMHeadModel(GPT2Config(
         vocab_size=len(tok), n_positions=n_positions, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"],
         n_head=cfg["n_head"],
@@ -99,7 +102,8 @@ def build(out_dir=None, task="arithmetic", **overrides):
         loss.backward()
         opt.step()
         if step % cfg["eval_every"] == 0:
-            ev = _valid_pass1(task, model, tok, valid_prompts, valid_answers, max_new, step)
+            ev = evaluate(model, tok, valid_prompts, valid_answers, k=4, seed=step, max_new_tokens=max_new,
+                          reward_fn=reward_fn)
             log.append({"step": step, "loss": round(loss.item(), 4), "valid_pass@1": round(ev["pass@1"], 4)})
             print(log[-1], f"{time.time() - t0:.0f}s", flush=True)
             if ev["pass@1"] >= cfg["target_pass1"]:
@@ -112,14 +116,6 @@ def build(out_dir=None, task="arithmetic", **overrides):
         json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}
                   | ({"task": task} if task != "arithmetic" else {}), f, indent=1)
     return model, tok
-
-
-def _valid_pass1(task, model, tok, prompts, answers, max_new_tokens, seed):
-    if task == "arithmetic":
-        return evaluate(model, tok, prompts, answers, k=4, seed=seed)
-    from utils.verifiers.traces import outcome_reward
-    return evaluate(model, tok, prompts, answers, k=4, seed=seed, max_new_tokens=max_new_tokens,
-                    reward_fn=outcome_reward)
 
 
 if __name__ == "__main__":
