@@ -306,12 +306,16 @@ def _cached(fn, kind, parts, label, with_trainer):
     return wrapper
 
 
+def train_grpo_parts(a):
+    """What decides a train_grpo run, from its bound arguments `a` (every argument but `progress`)."""
+    return (a["policy"], a["ref"], a["tokenizer"], a["prompts"], a["answers"], a["reward_fn"], a["cfg"],
+            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"], a["columns"],
+            a["correct_fn"], *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"]))
+
+
 def cached_train_grpo(train_grpo):
     """utils.rl.loop.train_grpo with the run cache around it."""
-    return _cached(train_grpo, "train_grpo", lambda a: (
-        a["policy"], a["ref"], a["tokenizer"], a["prompts"], a["answers"], a["reward_fn"], a["cfg"], a["eval_prompts"],
-        a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"],
-        *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"])), "GRPO", with_trainer=False)
+    return _cached(train_grpo, "train_grpo", train_grpo_parts, "GRPO", with_trainer=False)
 
 
 def cached_train_with_trl(train_with_trl):

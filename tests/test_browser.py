@@ -5,13 +5,18 @@ every assertion on the science held), cells marked `# NBVAL_CHECK_OUTPUT` printe
 widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/
 (or $RLVR_LABS_SCREENSHOTS).
 
-The kernel runs in this environment. RLVR_LABS_BROWSER_KERNEL=colab runs it instead in Colab's runtime with
-ipywidgets 8 (tools/colab_runtime.py, browser_kernel): Colab's Python, torch, numpy and transformers, and
-TRL as the setup cell installs it there, so that a lab here and its solution in tests/test_colab.py would
-train with the same libraries and the session's run cache would compute each run once for both passes.
-Not the default yet: in our one trial (2026-11-24) Lab 02 took 650 s in the browser with that kernel
-against 192 s under nbval with the same kernel, for a reason not yet found (ipykernel 6.17's debugger
-under JupyterLab is the first suspect).
+The kernel runs in Colab's runtime with ipywidgets 8 (tools/colab_runtime.py, browser_kernel): Colab's
+Python, torch, numpy and transformers, and TRL as the setup cell installs it there. So a lab here and its
+solution in tests/test_colab.py train with the same libraries, and the session's run cache computes each run
+once for both passes (the Colab pass then takes seconds a lab instead of minutes).
+RLVR_LABS_BROWSER_KERNEL=here runs the kernel in this environment instead.
+
+The kernel gets OMP_WAIT_POLICY=PASSIVE. Colab's torch (the registry's CUDA build) waits for its OpenMP
+threads by spinning; with Chromium on the same two cores a spinning thread takes the core the other one
+needs (a 20-step training microbenchmark beside one busy process, 2026-11-24: 7.1 s spinning, 2.2 s
+passive, 1.9 s with nothing beside it). A wait policy changes how idle threads wait, not what they compute.
+Measured the same day: Lab 01 took 310 s here and 35 s in the Colab pass after it (its runs from the cache),
+against 231 s for the solution under nbval in the Colab runtime alone.
 
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
 them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.
@@ -98,9 +103,9 @@ def _free_port():
 
 
 def _kernel_python():
-    """The kernel's Python: this one, or with RLVR_LABS_BROWSER_KERNEL=colab the Colab runtime with
-    ipywidgets 8 (built if missing)."""
-    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "here") != "colab":
+    """The kernel's Python: the Colab runtime with ipywidgets 8 (built if missing), or this one with
+    RLVR_LABS_BROWSER_KERNEL=here."""
+    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "colab") == "here":
         return sys.executable
     sys.path.insert(0, str(ROOT / "tools"))
     import colab_runtime
@@ -121,7 +126,8 @@ def lab_server(tmp_path_factory, session_run_cache):
     kernels.mkdir(parents=True)
     (kernels / "kernel.json").write_text(json.dumps({
         "argv": [_kernel_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (ipykernel)", "language": "python"}))
+        "display_name": "Python 3 (ipykernel)", "language": "python",
+        "env": {"OMP_WAIT_POLICY": "PASSIVE"}}))  # see the module's docstring
     settings = work / "settings"
     for name, value in SETTINGS.items():
         plugin, file = name.split("/")[0], name.split("/")[1]
@@ -191,8 +197,8 @@ def run_lab(page, url, name):
 def test_kernel_is_colab_with_widgets_8():
     """The kernel the labs run in: Colab's Python, torch, numpy and transformers, the lock's TRL (as the Colab
     pass's setup cell installs it), and ipywidgets 8 (the widget front end is JupyterLab's)."""
-    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "here") != "colab":
-        pytest.skip("the kernel is this environment (RLVR_LABS_BROWSER_KERNEL=colab: Colab's runtime)")
+    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "colab") == "here":
+        pytest.skip("the kernel is this environment (RLVR_LABS_BROWSER_KERNEL=here)")
     probe = ("import sys, json, torch, numpy, transformers, trl, ipywidgets; print(json.dumps(dict(python="
              "'%d.%d' % sys.version_info[:2], torch=torch.__version__.split('+')[0], numpy=numpy.__version__, "
              "transformers=transformers.__version__, trl=trl.__version__, ipywidgets=ipywidgets.__version__)))")

@@ -211,3 +211,19 @@ def test_time_limited_runs_are_not_cached(on, shipped, train, capsys):
     for _ in range(2):
         train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False)
     assert "run cache" not in capsys.readouterr().out and not list(on.iterdir())
+
+
+def test_every_argument_of_train_grpo_but_progress_is_in_the_key(monkeypatch):
+    """A new train_grpo argument left out of the key would let two different runs share one entry."""
+    import inspect
+
+    from utils.rl.loop import train_grpo
+    read = set()
+
+    class Args(dict):
+        def __getitem__(self, k):
+            read.add(k)
+            return None
+    monkeypatch.setattr(cache, "_probes", lambda *a: ())
+    cache.train_grpo_parts(Args())
+    assert read | {"progress"} == set(inspect.signature(train_grpo).parameters)

@@ -273,7 +273,8 @@ def test_config_batch_divisibility_message_suggests_a_value():
 
 # ---------------------------------------------------------------- the loop
 KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "group_reward_std", "distinct_answers", "entropy",
-        "kl", "clip_frac", "completion_len", "loss", "heldout_pass@1", "seconds"}
+        "kl", "clip_frac", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac", "loss",
+        "heldout_pass@1", "seconds"}
 TINY = dict(steps=3, batch_size=16, group_size=4, eval_every=0)
 
 
@@ -321,6 +322,49 @@ def test_train_grpo_history(shipped, tiny_run):
     # it trained in place: the weights moved away from the shipped model's
     assert any(not torch.equal(p, q) for p, q in zip(policy.parameters(), model.parameters()))
     assert not policy.training
+
+
+def test_train_grpo_passes_columns_and_judges_right_with_correct_fn(shipped, train):
+    """columns reach reward_fn and correct_fn one value per completion, aligned with the prompts drawn;
+    correct_fn, not the reward, decides which completions count as right; a bad column is a ValueError."""
+    model, tok = shipped
+    prompts, answers = train[0][:40], train[1][:40]
+    calls = []
+
+    def reward(completions, answer, idx):
+        calls.append((list(answer), list(idx)))
+        return [0.5] * len(completions)                       # never >= 1: all "wrong" by the reward
+
+    def everything_right(completions, answer, idx):
+        return [1.0] * len(completions)
+
+    cfg = GRPOConfig(**TINY)
+    hist = train_grpo(copy.deepcopy(model), tok, prompts, answers, reward, cfg, progress=False,
+                      columns={"idx": list(range(40))}, correct_fn=everything_right)
+    assert len(calls) == 3
+    for ans, idx in calls:                                    # 4 prompts x G = 4 completions each
+        assert len(idx) == cfg.batch_size and ans == [answers[i] for i in idx]
+        assert all(idx[j] == idx[j - j % cfg.group_size] for j in range(len(idx)))  # one value per group
+    for r in hist:
+        assert r["completion_len_wrong"] is None and r["completion_len_right"] == pytest.approx(r["completion_len"])
+        assert 0 <= r["truncated_frac"] <= 1
+    for bad in ({"idx": [0] * 39}, {"answer": list(range(40))}, {"idx": 5}):
+        with pytest.raises(ValueError, match="columns"):
+            train_grpo(copy.deepcopy(model), tok, prompts, answers, reward, cfg, progress=False, columns=bad)
+
+
+def test_sample_marks_truncated_rows(shipped):
+    """A row that ran out of max_new_tokens before writing EOS is truncated; a row that wrote EOS is not."""
+    from utils.models.policy import sample
+    model, tok = shipped
+    prompts = load_split("test", n=8)["prompt"]
+    short = sample(model, tok, prompts, k=2, max_new_tokens=1, generator=torch.Generator().manual_seed(0))
+    assert short.truncated.tolist() == [ids[0] != tok.eos_token_id for ids in short.completion_ids.tolist()]
+    assert short.truncated.any()
+    full = sample(model, tok, prompts, k=2, max_new_tokens=8, generator=torch.Generator().manual_seed(0))
+    ends = [row[n - 1] == tok.eos_token_id for row, n in zip(full.completion_ids.tolist(),
+                                                            full.completion_mask.sum(1).tolist())]
+    assert full.truncated.tolist() == [not e for e in ends]
 
 
 def test_train_grpo_same_seed_same_history(shipped, train, tiny_run):
@@ -527,6 +571,15 @@ def test_step_record_by_hand():
     no_kl = step_record(3, rewards, ro, torch.tensor(0.25), {"kl": 0.0, "clip_frac": 0.0}, ent,
                         GRPOConfig(batch_size=8, group_size=4, track_kl=False))
     assert no_kl["kl"] is None                                                  # not measured, not 0
+    # right: reward >= 1 -> lengths 2, 2, 2 (group 1's ones); wrong: 2 then 3, 3, 3, 3 -> 14 / 5 = 2.8
+    assert rec["completion_len_right"] == 2.0 and rec["completion_len_wrong"] == pytest.approx(2.8)
+    assert rec["truncated_frac"] is None                                        # the rollout did not say
+    ro.truncated = torch.tensor([False] * 5 + [True] * 3)
+    right = torch.tensor([True] * 8)                                            # another judge: all right
+    rec = step_record(3, rewards, ro, torch.tensor(0.25), {"kl": 0.0, "clip_frac": 0.0}, ent,
+                      GRPOConfig(batch_size=8, group_size=4), right)
+    assert rec["truncated_frac"] == 0.375 and rec["completion_len_right"] == 2.5  # all 8: 20 / 8
+    assert rec["completion_len_wrong"] is None                                  # no wrong completion: None, not 0
 
 
 def test_reference_logprobs_only_when_needed(shipped):

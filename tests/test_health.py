@@ -132,3 +132,20 @@ def test_masked_token_entropy_hand_values():
     two = torch.tensor([[[math.log(3), 0.0]]])
     assert token_entropy(two, torch.ones(1, 1)).item() == pytest.approx(0.562335, abs=1e-6)
     assert token_entropy(two, torch.zeros(1, 1)).item() == 0.0   # empty mask: 0, not nan
+
+
+def test_health_check_flags_truncation_only_when_recorded_and_over_the_ceiling():
+    """truncated_frac averaged over the last 5 steps: (0.2 * 3 + 0 * 2) / 5 = 0.12 > 0.1 is flagged; 0.1 is not
+    (the ceiling itself passes); a history that does not record it (TRL's without clipped_ratio) is not judged."""
+    from utils.eval.health import TRUNCATED_CEILING
+    assert TRUNCATED_CEILING == 0.1
+    cut = [rec() | {"truncated_frac": t} for t in (0.0, 0.0, 0.2, 0.2, 0.2)]
+    out = health_check([rec()] * 5 + cut)
+    assert out["failed"] == ["truncated"] and out["values"]["truncated_frac"] == pytest.approx(0.12)
+    assert "12% of them hit max_new_tokens" in out["flags"][0] and "raise max_new_tokens" in out["flags"][0]
+    at = health_check([rec() | {"truncated_frac": 0.1}] * 10)
+    assert at["ok"] and at["values"]["truncated_frac"] == pytest.approx(0.1)
+    assert "truncated_frac" not in health_check([rec()] * 10)["values"]
+    partly = health_check([rec() | {"truncated_frac": 0.9}] * 9 + [rec()])   # the last step lacks it
+    assert partly["ok"]
+    assert health_check([rec()] * 5 + cut, truncated_ceiling=0.15)["ok"]

@@ -13,6 +13,10 @@ relative to the run itself where the scale depends on the task):
                                     counts as "low" depends on the task (answer length, vocabulary)
                                     and the base model, none of which the run can tune
   KL > KL_CEILING                   the policy has run far from the reference: exploding
+  truncated > TRUNCATED_CEILING     more than one completion in ten stopped at max_new_tokens before
+                                    EOS: cut-off completions score 0 whatever they wrote, so the run
+                                    learns from the cap, not the task (checked when the history
+                                    records truncated_frac)
 """
 import numpy as np
 import torch.nn.functional as F
@@ -22,6 +26,7 @@ from utils.rl.grpo import masked_mean
 STD_FLOOR = 0.1
 ENTROPY_RATIO = 0.5  # flag when the last steps' mean entropy is under half the first steps' mean
 KL_CEILING = 10.0
+TRUNCATED_CEILING = 0.1
 REQUIRED = ("group_reward_std", "entropy", "kl")
 
 
@@ -44,11 +49,12 @@ def expected_zero_spread(p, group_size):
     return float(out) if out.ndim == 0 else out
 
 
-def health_check(history, entropy_ratio=ENTROPY_RATIO, std_floor=STD_FLOOR, kl_ceiling=KL_CEILING, window=5):
+def health_check(history, entropy_ratio=ENTROPY_RATIO, std_floor=STD_FLOOR, kl_ceiling=KL_CEILING, window=5,
+                 truncated_ceiling=TRUNCATED_CEILING):
     """Judge a run from its history (train_grpo's list of per-step dicts), averaging the last
     `window` steps so one noisy batch does not decide. The entropy floor is entropy_ratio times the
     mean entropy of the run's first `window` steps (where the policy started). Returns
-    {"ok": bool, "failed": [names of the failed checks: "spread", "entropy", "kl"],
+    {"ok": bool, "failed": [names of the failed checks: "spread", "entropy", "kl", "truncated"],
      "flags": [one message per failed check], "values": {metric: mean over the window},
      "entropy_floor": the floor in nats}."""
     if not isinstance(history, (list, tuple)) or len(history) == 0:
@@ -85,6 +91,14 @@ def health_check(history, entropy_ratio=ENTROPY_RATIO, std_floor=STD_FLOOR, kl_c
         failed.append("kl")
         flags.append(f"KL exploding: {v['kl']:.2f} > {kl_ceiling} "
                      f"(the policy is far from the reference; lower lr or add a KL penalty)")
+    cut = [r.get("truncated_frac") for r in last]
+    if all(c is not None for c in cut):
+        v["truncated_frac"] = float(np.mean(cut))
+        if v["truncated_frac"] > truncated_ceiling:
+            failed.append("truncated")
+            flags.append(f"completions truncated: {v['truncated_frac']:.0%} of them hit max_new_tokens before EOS "
+                         f"(> {truncated_ceiling:.0%}); a cut-off completion scores 0 whatever it wrote, so raise "
+                         f"max_new_tokens above the longest completion the task needs")
     return {"ok": not flags, "failed": failed, "flags": flags, "values": v, "entropy_floor": entropy_floor}
 
 

@@ -105,6 +105,7 @@ class Rollout:
     completion_mask: torch.Tensor  # [N, T] 1 up to and including EOS
     logprobs: torch.Tensor         # [N, T] log-prob of each sampled token under the sampler (0 where masked)
     texts: list                    # N decoded completions, EOS and padding removed
+    truncated: torch.Tensor = None  # [N] bool: stopped by max_new_tokens, no EOS (None: not recorded)
 
 
 def encode_prompts(tokenizer, prompts, device="cpu"):
@@ -172,7 +173,7 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
         if row and row[-1] == eos:
             row = row[:-1]
         texts.append(tokenizer.decode(row, skip_special_tokens=True))
-    return Rollout(ids, mask, out_ids, cmask, out_lp, texts)
+    return Rollout(ids, mask, out_ids, cmask, out_lp, texts, truncated=~done)  # not done: never wrote EOS
 
 
 def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,

@@ -15,7 +15,7 @@ from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, maske
 
 def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
                ref=None, loss_fn=policy_loss, advantage_fn=group_advantages, progress=True, callback=None,
-               eval_rewards=None, eval_sets=None):
+               eval_rewards=None, eval_sets=None, columns=None, correct_fn=None):
     """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
 
     prompts/answers: the training pool, sampled with replacement (seeded by cfg.seed). reward_fn has
@@ -24,7 +24,12 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     Every step records reward mean/std, the share of groups with zero reward spread, the mean
     within-group spread, distinct answers per group, mean token entropy, KL to the reference, clip
     fraction, completion length and loss (entropy, KL and clip fraction of the last update on the
-    batch, on the tokens the loss used). Every cfg.eval_every steps and at the end it adds the
+    batch, on the tokens the loss used), the mean length of right and of wrong completions, and the
+    truncated share (completions stopped by max_new_tokens before EOS: reward 0 for a reason the
+    model never sees). A completion is right when correct_fn (default: reward_fn) gives it >= 1.
+    columns {name: list aligned with prompts} are passed to reward_fn and correct_fn as keyword
+    arguments, one value per completion, as TRL passes a dataset's extra columns (Lab 06's trace
+    verifiers read the operands "a" and "b"). Every cfg.eval_every steps and at the end it adds the
     held-out numbers of heldout_metrics: "heldout_pass@1" on eval_prompts/eval_answers, "<name>_pass@1"
     for each eval_sets {name: (prompts, answers)} (Lab 04: the OOD split), "heldout_<name>" for each
     eval_rewards {name: reward_fn} (Lab 02: proxy vs truth). callback(policy, record), if given, runs
@@ -36,6 +41,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         raise ValueError(f"prompts and answers must be non-empty and the same length "
                          f"(got {len(prompts)} and {len(answers)})")
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
+    columns = dict(columns or {})
+    for name, col in columns.items():
+        if name in ("completions", "answer") or not hasattr(col, "__len__") or len(col) != len(prompts):
+            raise ValueError(f"columns[{name!r}] must be a list with one value per prompt ({len(prompts)}), "
+                             f"named other than 'completions' and 'answer'")
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
     gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
@@ -58,7 +68,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         ro = sample(policy, tokenizer, batch_p, k=G, temperature=cfg.temperature,
                     max_new_tokens=cfg.max_new_tokens, generator=gen)       # N = n_prompts * G rows
         # 2. reward
-        rewards = torch.tensor(reward_fn(ro.texts, batch_a), dtype=torch.float32)  # [N]
+        extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
+        rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)  # [N]
+        right = rewards if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra))
+        right = right >= 1.0                                                   # [N] bool
         # 3. advantage
         adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)            # [N]
         ref_logp = reference_logprobs(ref, ro, cfg)                            # [N, T]
@@ -67,7 +80,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
         sched.step()
         # 5. record
-        rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg) | heldout_keys(eval_sets, eval_rewards)
+        rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg, right) | heldout_keys(eval_sets, eval_rewards)
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
         if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
             rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
@@ -114,10 +127,15 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     return loss.detach(), stats, ent.detach()
 
 
-def step_record(step, rewards, ro, loss, stats, ent, cfg):
-    """One step's training numbers (see train_grpo); rewards [N] in groups of cfg.group_size."""
+def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
+    """One step's training numbers (see train_grpo); rewards [N] in groups of cfg.group_size, right [N]
+    bool (default: reward >= 1). A length over no completions (none right, say) is None, not 0."""
     G = cfg.group_size
     rg = rewards.view(-1, G)                                                   # [n_prompts, G]
+    lengths = ro.completion_mask.sum(1).float()                                # [N] tokens, EOS included
+    right = rewards >= 1.0 if right is None else right
+    truncated = getattr(ro, "truncated", None)
+    mean_or_none = lambda x: x.mean().item() if x.numel() else None
     return {
         "step": step,
         "reward_mean": rewards.mean().item(),
@@ -129,6 +147,9 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg):
         "entropy": masked_mean(ent, ro.completion_mask).item(),
         "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
         "clip_frac": stats["clip_frac"],
-        "completion_len": ro.completion_mask.sum(1).float().mean().item(),
+        "completion_len": lengths.mean().item(),
+        "completion_len_right": mean_or_none(lengths[right]),
+        "completion_len_wrong": mean_or_none(lengths[~right]),
+        "truncated_frac": truncated.float().mean().item() if truncated is not None else None,
         "loss": loss.item(),
     }

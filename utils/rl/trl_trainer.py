@@ -39,7 +39,7 @@ from utils.rl.grpo import GRPOConfig
 TRL_KEYS = {
     "reward": "reward_mean", "reward_std": "reward_std", "frac_reward_zero_std": "zero_spread_frac",
     "entropy": "entropy", "kl": "kl", "clip_ratio/region_mean": "clip_frac",
-    "completions/mean_length": "completion_len", "loss": "loss",
+    "completions/mean_length": "completion_len", "completions/clipped_ratio": "truncated_frac", "loss": "loss",
 }
 
 
