@@ -135,7 +135,6 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
     lengths = ro.completion_mask.sum(1).float()                                # [N] tokens, EOS included
     right = rewards >= 1.0 if right is None else right
     truncated = getattr(ro, "truncated", None)
-    mean_or_none = lambda x: x.mean().item() if x.numel() else None
     return {
         "step": step,
         "reward_mean": rewards.mean().item(),
@@ -148,8 +147,13 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
         "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
         "clip_frac": stats["clip_frac"],
         "completion_len": lengths.mean().item(),
-        "completion_len_right": mean_or_none(lengths[right]),
-        "completion_len_wrong": mean_or_none(lengths[~right]),
+        "completion_len_right": _mean_or_none(lengths[right]),
+        "completion_len_wrong": _mean_or_none(lengths[~right]),
         "truncated_frac": truncated.float().mean().item() if truncated is not None else None,
         "loss": loss.item(),
     }
+
+
+def _mean_or_none(x):
+    """The mean of a 1-D tensor as a float, None when it is empty."""
+    return x.mean().item() if x.numel() else None
