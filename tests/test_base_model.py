@@ -74,3 +74,49 @@ def test_build_script_scratchpad_task_and_bad_settings(tmp_path):
         build(out_dir=str(tmp_path), task="chess")
     with pytest.raises(ValueError, match="p_big"):
         build(out_dir=str(tmp_path), task="scratchpad", p_big=0.1)  # an arithmetic-only setting
+
+
+# ---------------------------------------------------------------- the trace model (data/trace_model, Labs 06-07)
+@pytest.fixture(scope="module")
+def trace_model():
+    from utils.models.policy import TRACE, load_policy
+    return load_policy(TRACE)
+
+
+def test_shipped_trace_model_is_what_the_script_builds(trace_model):
+    """Standard HF files; the build log's config is TRACE_CONFIG (so the rebuild command makes this model's
+    recipe) and it stopped at the first check that reached the target."""
+    from utils.models.build_base_model import TRACE_CONFIG
+    from utils.tasks.scratchpad import ALPHABET
+    names = set(os.listdir(utils.TRACE_MODEL_DIR))
+    assert {"config.json", "model.safetensors", "tokenizer.json", "build_log.json"} <= names
+    with open(os.path.join(utils.TRACE_MODEL_DIR, "build_log.json")) as f:
+        log = json.load(f)
+    assert log["task"] == "scratchpad" and log["config"] == TRACE_CONFIG
+    assert log["log"][-1]["valid_pass@1"] >= TRACE_CONFIG["target_pass1"]
+    assert all(r["valid_pass@1"] < TRACE_CONFIG["target_pass1"] for r in log["log"][:-1])
+    model, tok = trace_model
+    assert tok.get_vocab() == char_tokenizer(ALPHABET).get_vocab() and model.config.n_positions == 128
+    assert sum(p.numel() for p in model.parameters()) < 5_000_000
+
+
+def test_shipped_trace_model_leaves_room_for_rl(trace_model):
+    """On test (2 samples of each of the 600 problems, temperature 1): answers right sometimes (pass@1 in
+    0.15-0.40); working and answer that disagree both ways (a right answer after wrong steps, right steps then
+    a wrong answer: what separates outcome, process and trace rewards); some completions that do not parse;
+    lengths that vary and fit the cap. Measured 2026-11-24 at k=4: pass@1 0.308, steps exactly right 0.318,
+    both 0.268, well formed 0.932, 31 tokens on average, none truncated."""
+    from utils.models.policy import sample
+    from utils.tasks.scratchpad import load_split
+    from utils.verifiers.traces import judge
+    model, tok = trace_model
+    ds = load_split("test")
+    ro = sample(model, tok, ds["prompt"], k=2, max_new_tokens=64, generator=torch.Generator().manual_seed(0))
+    J = [judge(t, ds["a"][i // 2], ds["b"][i // 2], ds["answer"][i // 2]) for i, t in enumerate(ro.texts)]
+    outcome = sum(j["outcome"] for j in J) / len(J)
+    assert 0.15 <= outcome <= 0.40, outcome
+    assert sum(j["outcome"] and not j["steps_exact"] for j in J) >= 10     # right answer, wrong working
+    assert sum(j["steps_exact"] and not j["outcome"] for j in J) >= 10     # right working, wrong answer
+    assert 0.02 <= 1 - sum(j["well_formed"] for j in J) / len(J) <= 0.5    # some do not parse
+    lengths = ro.completion_mask.sum(1).float()
+    assert lengths.mean() > 20 and lengths.std() > 3 and not ro.truncated.any()

@@ -258,3 +258,13 @@ def test_load_policy_local_path_and_missing_pad(shipped, tmp_path):
     assert torch.allclose(a.logprobs, b.logprobs, atol=1e-4)
     lp, _ = completion_logprobs(m2, b.prompt_ids, b.prompt_mask, b.completion_ids, b.completion_mask)
     assert torch.allclose(lp, b.logprobs, atol=1e-4)
+
+
+def test_load_policy_names_the_rebuild_command_when_a_shipped_model_is_missing(tmp_path, monkeypatch):
+    import utils.models.policy as pol
+    monkeypatch.setattr(pol, "BASE_MODEL_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(pol, "TRACE_MODEL_DIR", str(tmp_path / "none"))
+    with pytest.raises(FileNotFoundError, match=r"'rlvr-base' is missing .*build_base_model`"):
+        pol.load_policy(pol.SHIPPED)
+    with pytest.raises(FileNotFoundError, match=r"'rlvr-trace' is missing .*build_base_model task=scratchpad`"):
+        pol.load_policy(pol.TRACE)

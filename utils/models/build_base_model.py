@@ -1,7 +1,7 @@
 """Build a shipped base model: a small GPT-2 pre-trained on one task's text, stopped early.
 
     python -m utils.models.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
-    python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, data/trace_model
+    python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
 
 Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
 OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:
@@ -27,9 +27,9 @@ CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,
     eval_every=50, target_pass1=0.25, p_big=0.05, label_smoothing=0.0,
 )
-TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more positions
-    seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=64, lr=1e-3, max_steps=6000,
-    eval_every=25, target_pass1=0.25, label_smoothing=0.0, n_positions=128, max_new_tokens=64,
+TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more positions; checks are dearer
+    seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=64, lr=1e-3, max_steps=4000,
+    eval_every=250, target_pass1=0.3, label_smoothing=0.0, n_positions=128, max_new_tokens=64,
 )
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR)}
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from utils import BASE_MODEL_DIR
+from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
+TRACE = "rlvr-trace"   # the scratchpad task's model (Labs 06-07), shipped in data/trace_model
 
 
 def char_tokenizer(alphabet="0123456789+-*= ", max_length=64):
@@ -52,7 +53,8 @@ def _hub_reachable(timeout=3.0):
 
 
 def load_policy(name=SHIPPED, device="cpu"):
-    """(model, tokenizer) for the shipped model (name 'rlvr-base' or a local path) or a hub name.
+    """(model, tokenizer) for a shipped model ('rlvr-base': the arithmetic task's; 'rlvr-trace': the
+    scratchpad task's), a local path or a hub name.
 
     A hub name is looked up in the local cache first; if it is not there and the hub cannot be
     reached, this fails at once with an error that points to the shipped model. The tokenizer
@@ -60,10 +62,11 @@ def load_policy(name=SHIPPED, device="cpu"):
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = BASE_MODEL_DIR if name == SHIPPED else name
-    if name == SHIPPED and not os.path.exists(os.path.join(path, "config.json")):
-        raise FileNotFoundError(
-            f"the shipped base model is missing from {path}; rebuild it with `python -m utils.models.build_base_model`")
+    shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad")}
+    path = shipped[name][0] if name in shipped else name
+    if name in shipped and not os.path.exists(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"the shipped model {name!r} is missing from {path}; rebuild it with "
+                                f"`python -m utils.models.build_base_model{shipped[name][1]}`")
 
     def load(**kw):
         return AutoTokenizer.from_pretrained(path, **kw), AutoModelForCausalLM.from_pretrained(path, **kw)
