@@ -318,13 +318,16 @@ def cached_train_grpo(train_grpo):
     return _cached(train_grpo, "train_grpo", train_grpo_parts, "GRPO", with_trainer=False)
 
 
+def train_with_trl_parts(a):
+    """What decides a train_with_trl run, from its bound arguments `a` (every argument but `progress`)."""
+    import trl
+    return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
+            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["correct_fn"])
+
+
 def cached_train_with_trl(train_with_trl):
     """utils.rl.trl_trainer.train_with_trl with the run cache around it; a hit returns (history, None)."""
-    def parts(a):
-        import trl
-        return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
-                a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"])
-    return _cached(train_with_trl, "train_with_trl", parts, "TRL GRPO", with_trainer=True)
+    return _cached(train_with_trl, "train_with_trl", train_with_trl_parts, "TRL GRPO", with_trainer=True)
 
 
 WRAPS = {"utils.rl.loop": ("train_grpo", cached_train_grpo),

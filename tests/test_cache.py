@@ -213,11 +213,14 @@ def test_time_limited_runs_are_not_cached(on, shipped, train, capsys):
     assert "run cache" not in capsys.readouterr().out and not list(on.iterdir())
 
 
-def test_every_argument_of_train_grpo_but_progress_is_in_the_key(monkeypatch):
-    """A new train_grpo argument left out of the key would let two different runs share one entry."""
+@pytest.mark.parametrize("trainer", ["train_grpo", "train_with_trl"])
+def test_every_argument_of_a_trainer_but_progress_is_in_the_key(monkeypatch, trainer):
+    """A new trainer argument left out of the key would let two different runs share one entry."""
+    import importlib
     import inspect
 
-    from utils.rl.loop import train_grpo
+    fn = getattr(importlib.import_module("utils.rl.loop" if trainer == "train_grpo" else "utils.rl.trl_trainer"),
+                 trainer)
     read = set()
 
     class Args(dict):
@@ -225,5 +228,5 @@ def test_every_argument_of_train_grpo_but_progress_is_in_the_key(monkeypatch):
             read.add(k)
             return None
     monkeypatch.setattr(cache, "_probes", lambda *a: ())
-    cache.train_grpo_parts(Args())
-    assert read | {"progress"} == set(inspect.signature(train_grpo).parameters)
+    getattr(cache, f"{trainer}_parts")(Args())
+    assert read | {"progress"} == set(inspect.signature(inspect.unwrap(fn)).parameters)

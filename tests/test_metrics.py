@@ -295,6 +295,9 @@ def test_heldout_metrics_scores_the_first_n_with_every_reward(shipped, problems)
     assert out["heldout_pass@1"] == out["again_pass@1"] == ev["pass@1"]
     assert out["heldout_format"] == float(np.mean(any_number_reward(ev["texts"], ys[:8])))
     assert set(out) == {"heldout_pass@1", "again_pass@1", "heldout_format"}
+    # correct_fn judges pass@1 instead of the strict verifier: the same samples, scored by any_number_reward
+    judged = heldout_metrics(model, tok, {"heldout": (ps, ys)}, n=8, correct_fn=any_number_reward)
+    assert judged["heldout_pass@1"] == out["heldout_format"] and judged["heldout_pass@1"] != ev["pass@1"]
 
 
 from utils.eval.metrics import guess_pass_at_k, guess_rate, largest_k_under  # noqa: E402

@@ -119,16 +119,18 @@ def heldout_keys(eval_sets, eval_rewards=None):
             **{f"{name}_pass@1": None for name in eval_sets}}
 
 
-def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, temperature=1.0, max_new_tokens=8):
+def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, temperature=1.0, max_new_tokens=8,
+                    correct_fn=None):
     """What both trainers record at an evaluation step: for each named (prompts, answers) set, sampled
-    pass@1 (strict verifier) on its first n prompts, one sample each, seed HELDOUT_SEED, as
+    pass@1 (judged by correct_fn(completions, answers), default the strict arithmetic verifier; Lab 06's
+    traces: traces.outcome_reward) on its first n prompts, one sample each, seed HELDOUT_SEED, as
     "<name>_pass@1"; for the set named "heldout", also every eval_rewards {name: reward_fn} score of
     the same samples, as "heldout_<name>" (Lab 02: proxy reward vs true accuracy)."""
     out = {}
     for name, (ps, ys) in eval_sets.items():
         ans = list(ys)[:n]
         ev = evaluate(model, tokenizer, list(ps)[:n], ans, k=1, temperature=temperature,
-                      max_new_tokens=max_new_tokens, seed=HELDOUT_SEED)
+                      max_new_tokens=max_new_tokens, seed=HELDOUT_SEED, reward_fn=correct_fn or strict_reward)
         out[f"{name}_pass@1"] = ev["pass@1"]
         if name == "heldout":
             for r_name, fn in (eval_rewards or {}).items():

@@ -26,7 +26,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     fraction, completion length and loss (entropy, KL and clip fraction of the last update on the
     batch, on the tokens the loss used), the mean length of right and of wrong completions, and the
     truncated share (completions stopped by max_new_tokens before EOS: reward 0 for a reason the
-    model never sees). A completion is right when correct_fn (default: reward_fn) gives it >= 1.
+    model never sees). A completion is right when correct_fn (default: reward_fn) gives it >= 1;
+    correct_fn (default: the strict arithmetic verifier) also judges the held-out pass@1.
     columns {name: list aligned with prompts} are passed to reward_fn and correct_fn as keyword
     arguments, one value per completion, as TRL passes a dataset's extra columns (Lab 06's trace
     verifiers read the operands "a" and "b"). Every cfg.eval_every steps and at the end it adds the
@@ -84,7 +85,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
         if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
             rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
-                                       cfg.temperature, cfg.max_new_tokens))
+                                       cfg.temperature, cfg.max_new_tokens, correct_fn))
         rec["seconds"] = time.time() - t0
         if callback:
             rec.update(callback(policy, rec) or {})

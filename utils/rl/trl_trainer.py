@@ -89,8 +89,10 @@ def positions_from_mask(model):
 
 
 def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig, eval_prompts=None,
-                   eval_answers=None, progress=True, eval_rewards=None, eval_sets=None):
-    """Train `policy` in place with trl.GRPOTrainer. train_dataset needs columns prompt and answer.
+                   eval_answers=None, progress=True, eval_rewards=None, eval_sets=None, correct_fn=None):
+    """Train `policy` in place with trl.GRPOTrainer. train_dataset needs columns prompt and answer; TRL
+    passes its other columns to reward_fn as keyword arguments. correct_fn judges the held-out pass@1
+    (default: the strict arithmetic verifier), as in train_grpo.
 
     Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's, the
     held-out numbers from the same heldout_metrics (every cfg.eval_every steps and at the end).
@@ -122,7 +124,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
                 model = kw["model"]
                 was = model.training
                 rec.update(heldout_metrics(model, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
-                                           cfg.temperature, cfg.max_new_tokens))
+                                           cfg.temperature, cfg.max_new_tokens, correct_fn))
                 model.train(was)
             rec["seconds"] = time.time() - t0[0]
             history.append(rec)
