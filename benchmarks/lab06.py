@@ -38,15 +38,12 @@ REWARDS = ("outcome", "process", "arithmetic")
 
 def final_metrics(model, tok, test, k=4, seed=0):
     """On every test problem, k samples each: the means of judge()'s verdicts, and lengths."""
-    import torch
-
-    from utils.models.policy import sample
+    from utils.eval.metrics import sample_in_batches
     from utils.verifiers.traces import judge
 
-    g = torch.Generator().manual_seed(seed)
     rows = []
-    for i in range(0, len(test["prompt"]), 100):
-        ro = sample(model, tok, test["prompt"][i:i + 100], k=k, max_new_tokens=CONFIG["max_new_tokens"], generator=g)
+    for i, ro in sample_in_batches(model, tok, test["prompt"], k=k, max_new_tokens=CONFIG["max_new_tokens"],
+                                   seed=seed, batch_size=100 * k):  # 100 prompts a batch
         lengths = ro.completion_mask.sum(1).tolist()
         for j, text in enumerate(ro.texts):
             n = i + j // k

@@ -15,8 +15,8 @@ The kernel gets OMP_WAIT_POLICY=PASSIVE. Colab's torch (the registry's CUDA buil
 threads by spinning; with Chromium on the same two cores a spinning thread takes the core the other one
 needs (a 20-step training microbenchmark beside one busy process, 2026-11-24: 7.1 s spinning, 2.2 s
 passive, 1.9 s with nothing beside it). A wait policy changes how idle threads wait, not what they compute.
-Measured the same day: Lab 01 took 310 s here and 35 s in the Colab pass after it (its runs from the cache),
-against 231 s for the solution under nbval in the Colab runtime alone.
+In CI at fb181bd (2-core AMD EPYC): Lab 01 took 209 s here and 21 s in the Colab pass after it,
+its runs taken from the cache; the five labs 24.4 minutes here and 5.7 in the Colab pass.
 
 Needs Debian's chromium (/usr/bin/chromium) and the playwright package: `.ci/run` installs both. Without
 them the test is skipped, unless RLVR_LABS_REQUIRE_BROWSER=1 (as in CI), when it fails.

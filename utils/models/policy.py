@@ -108,7 +108,7 @@ class Rollout:
     completion_mask: torch.Tensor  # [N, T] 1 up to and including EOS
     logprobs: torch.Tensor         # [N, T] log-prob of each sampled token under the sampler (0 where masked)
     texts: list                    # N decoded completions, EOS and padding removed
-    truncated: torch.Tensor = None  # [N] bool: stopped by max_new_tokens, no EOS (None: not recorded)
+    truncated: torch.Tensor        # [N] bool: stopped by max_new_tokens before writing EOS
 
 
 def encode_prompts(tokenizer, prompts, device="cpu"):

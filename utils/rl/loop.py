@@ -71,8 +71,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         # 2. reward
         extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
         rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)  # [N]
-        right = rewards if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra))
-        right = right >= 1.0                                                   # [N] bool
+        right = None if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra)) >= 1.0  # [N]
         # 3. advantage
         adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)            # [N]
         ref_logp = reference_logprobs(ref, ro, cfg)                            # [N, T]
