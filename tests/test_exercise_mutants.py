@@ -588,12 +588,97 @@ def test_pass_at_k_reference_and_stub(capsys):
     assert ex.check_pass_at_k(stub) is pass_at_k and "NOTE" in capsys.readouterr().out
 
 
+# Lab 06, exercise 1: the process reward of one completion, each mutant one plausible mistake
+def credit(text, a, b, mistake=None):
+    from utils.tasks.scratchpad import steps_for
+    from utils.verifiers.traces import parse
+    if mistake == "raises on None":
+        t = parse(text) if text is not None else parse(text.strip())
+    else:
+        t = parse(text)
+    if t is None:
+        return 0.0
+    want, got = steps_for(a, b), t["steps"]
+    if mistake == "unreadable tokens dropped":
+        got = [s for s in got if s is not None]
+    if mistake == "right steps anywhere":
+        right = sum(s in want for s in got)
+    elif mistake == "true sums":
+        right = sum(s is not None and s[0] + s[1] + s[2] == s[3] for s in got)
+    elif mistake == "carry ignored":
+        right = sum(i < len(want) and s is not None and s[:2] == want[i][:2] for i, s in enumerate(got))
+    else:
+        right = sum(i < len(want) and s == want[i] for i, s in enumerate(got))
+    if mistake == "over steps needed":
+        return right / len(want)
+    if mistake == "over steps written":
+        return right / len(got) if got else 0.0
+    if mistake == "needs the right answer":
+        return right / max(len(want), len(got)) if t["answer"] == str(a + b) else 0.0
+    return right / max(len(want), len(got))
+
+
+CREDIT_MUTANTS = {m: r"expected|raised" for m in (
+    "raises on None", "unreadable tokens dropped", "right steps anywhere", "true sums", "carry ignored",
+    "over steps needed", "over steps written", "needs the right answer")}
+
+
+@pytest.mark.parametrize("mistake", list(CREDIT_MUTANTS))
+def test_step_credit_mutant_rejected(mistake):
+    rejected(ex.check_step_credit, partial(credit, mistake=mistake), CREDIT_MUTANTS[mistake])
+
+
+def test_step_credit_reference_right_version_and_stub(capsys):
+    from utils.verifiers.traces import step_credit
+    assert ex.check_step_credit(step_credit) is step_credit
+    assert ex.check_step_credit(credit) is credit
+    assert ex.check_step_credit(stub) is step_credit and "NOTE" in capsys.readouterr().out
+
+
+# Lab 06, exercise 2: the weight of each token's loss under each aggregation
+def weights(mask, loss_type, max_len, mistake=None):
+    m = mask.float()
+    N, T = m.shape
+    if mistake == "mask forgotten":
+        m = torch.ones_like(m)
+    if loss_type == "grpo":
+        per_row = torch.full((N, 1), float(T)) if mistake == "grpo over T" else m.sum(1, keepdim=True).clamp(min=1)
+        return m / per_row / (1 if mistake == "grpo without 1/N" else N)
+    if loss_type == "dapo":
+        return m / (N * T if mistake == "dapo over N*T" else m.sum().clamp(min=1))
+    longest = m.sum(1).max()
+    return m / (N * (longest if mistake == "dr_grpo over the longest row" else max_len))
+
+
+WEIGHT_MUTANTS = {m: r"expected" for m in ("mask forgotten", "grpo over T", "grpo without 1/N", "dapo over N*T",
+                                           "dr_grpo over the longest row")}
+
+
+@pytest.mark.parametrize("mistake", list(WEIGHT_MUTANTS))
+def test_token_weights_mutant_rejected(mistake):
+    rejected(ex.check_token_weights, partial(weights, mistake=mistake), WEIGHT_MUTANTS[mistake])
+
+
+def test_token_weights_reference_right_version_and_stub(capsys):
+    assert ex.check_token_weights(grpo.token_weights) is grpo.token_weights
+    assert ex.check_token_weights(weights) is weights
+    assert ex.check_token_weights(stub) is grpo.token_weights and "NOTE" in capsys.readouterr().out
+
+
+def test_token_weights_by_hand():
+    """Worked by hand: lengths 3, 1, 2, N = 3, max_len 4."""
+    m = torch.tensor([[1, 1, 1], [1, 0, 0], [1, 1, 0]])
+    assert torch.allclose(grpo.token_weights(m, "grpo"), torch.tensor([[1 / 9] * 3, [1 / 3, 0, 0], [1 / 6, 1 / 6, 0]]))
+    assert torch.allclose(grpo.token_weights(m, "dapo"), m / 6)
+    assert torch.allclose(grpo.token_weights(m, "dr_grpo", 4), m / 12)
+
+
 def test_every_check_has_mutants():
     """Each check in exercises.py is exercised by a mutant list above."""
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
-               "check_pass_at_k", "check_completion_logprobs"}
+               "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights"}
     assert covered == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
-                                     LOGPROB_MUTANTS))
+                                     LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS))

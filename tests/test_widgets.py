@@ -279,3 +279,27 @@ def test_control_explorer_default_prompts_and_old_bench():
     test = load_split("test", n=N_SHOWN)
     assert all(f"<code>{p}</code>" in table for p in test["prompt"]) and N_SHOWN == 12
     assert table.count("(answers not stored)") == 2 and "rowspan='12'" in table
+
+
+def test_trace_inspector_widget():
+    from utils.notebook.widgets import trace_inspector
+    from utils.verifiers import traces
+
+    fns = {"outcome": traces.outcome_reward, "process": traces.process_reward,
+           "arithmetic": traces.arithmetic_reward}
+    box = trace_inspector(fns, examples={"skipped": ("478+356", "8+6+0=14 4+3+1=8 >834")})
+    pick, (prob,), text, out = box.children[0], box.children[1].children, box.children[2], box.children[3]
+    row = lambda name: out.value.split(f"<b>{name}</b>")[1].split("</tr>")[0]  # noqa: E731
+    # the default is the right trace: every verifier pays 1
+    assert text.value == "8+6+0=14 7+5+1=13 4+3+1=8 >834"
+    assert all("1.00" in row(n) for n in fns)
+    pick.value = "skipped"  # right answer, a step skipped: outcome 1, process 1/3, arithmetic 1
+    assert prob.value == "478+356" and text.value == "8+6+0=14 4+3+1=8 >834"
+    assert "1.00" in row("outcome") and "0.33" in row("process") and "1.00" in row("arithmetic")
+    assert "(missing)" in out.value and "<code>7+5+1=13</code>" in out.value
+    text.value = "1+1+0=2 >99"  # a true sum, the wrong step and answer
+    assert "0.00" in row("outcome") and "0.00" in row("process") and "1.00" in row("arithmetic")
+    text.value = "<script>"  # escaped, judged 0
+    assert "<script>" not in out.value and "0.00" in row("outcome")
+    prob.value = "478*356"
+    assert "type a problem like" in out.value

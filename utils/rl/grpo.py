@@ -71,6 +71,15 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
     raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
 
 
+def token_weights(mask, loss_type="grpo", max_len=None):
+    """The weight each token's loss gets in aggregate(): d aggregate / d per_token, a [N, T] tensor (0 where
+    mask is 0). grpo: 1 / (N * |o_i|), so every sequence weighs 1/N in all and a long one's tokens count less
+    each; dapo: 1 / (tokens in the batch); dr_grpo: 1 / (N * max_len). Lab 06 reads length bias off it."""
+    x = torch.zeros(mask.shape, dtype=torch.float64, requires_grad=True)
+    aggregate(x, mask, loss_type, max_len).backward()
+    return x.grad.float()
+
+
 def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
                 loss_type="grpo", max_len=None):
     """The GRPO loss, a scalar: aggregate(per_token_loss(...), mask, loss_type, max_len). Shapes as in

@@ -86,6 +86,15 @@ def judge(text, a, b, answer=None):
     )
 
 
+def step_credit(text, a, b):
+    """The process reward of one completion: right steps in the right place / max(steps written, steps needed),
+    0.0 for anything unreadable (judge()'s "process"; Lab 06's first exercise writes it)."""
+    try:
+        return float(judge(text, a, b)["process"])
+    except Exception:  # noqa: BLE001 - a verifier never raises
+        return 0.0
+
+
 def _score(key, completions, answer, a, b):
     out = []
     for text, ans, x, y in per_completion(completions, answer, a, b):

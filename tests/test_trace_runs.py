@@ -1,0 +1,92 @@
+"""utils.eval.trace_runs: the cap check, the metrics and a tiny training run, against values worked out by hand."""
+import pytest
+import torch
+
+from utils.eval.trace_runs import check_cap, max_cap, min_cap, trace_metrics, train_on_traces
+from utils.models.policy import TRACE, load_policy
+from utils.rl.grpo import GRPOConfig
+from utils.verifiers import traces
+
+
+@pytest.fixture(scope="module")
+def trace_model():
+    return load_policy(TRACE)
+
+
+def rows(*pairs):
+    return {"prompt": [f"{a}+{b}:" for a, b in pairs], "a": [a for a, _ in pairs], "b": [b for _, b in pairs],
+            "answer": [str(a + b) for a, b in pairs]}
+
+
+def test_min_and_max_cap_by_hand(trace_model):
+    _, tok = trace_model
+    # "5+7+0=12 0+9+1=10 >102": 22 characters, one token each, + EOS
+    assert min_cap(tok, rows((5, 97))) == 23 == max_cap(tok, rows((5, 97)))
+    # "2+3+0=5 1+0+0=1 >15": 19 characters + EOS
+    assert min_cap(tok, rows((5, 97), (12, 3))) == 20 and max_cap(tok, rows((5, 97), (12, 3))) == 23
+
+
+def test_check_cap_names_the_field(trace_model):
+    _, tok = trace_model
+    check_cap(20, tok, rows((12, 3)))  # exactly enough: no error
+    with pytest.raises(ValueError, match=r"GRPOConfig.max_new_tokens=19 .*at least 20"):
+        check_cap(19, tok, rows((12, 3)))
+    with pytest.raises(ValueError, match="at least one problem"):
+        min_cap(tok, rows())
+
+
+def test_train_on_traces_refuses_a_short_cap_before_training(trace_model):
+    base, tok = trace_model
+    before = [p.clone() for p in base.parameters()]
+    cfg = GRPOConfig(steps=1, batch_size=8, group_size=4, max_new_tokens=16)
+    with pytest.raises(ValueError, match="max_new_tokens=16"):
+        train_on_traces(base, tok, traces.outcome_reward, cfg, rows((12, 3), (5, 97)), rows((1, 2)), progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, base.parameters()))
+
+
+class Scripted:
+    """Stands in for sample(): fixed texts, masks and truncation flags (what trace_metrics reads)."""
+
+
+def test_trace_metrics_by_hand(monkeypatch, trace_model):
+    model, tok = trace_model
+    from utils.eval import trace_runs
+
+    texts = ["2+3+0=5 1+0+0=1 >15", "2+3+0=5 >15", "2+3+0=5 1+0+0=1 >16", "2+3+0=5 1+0+"]
+    ro = Scripted()
+    ro.texts = texts
+    ro.completion_mask = torch.tensor([[1] * 20, [1] * 12 + [0] * 8, [1] * 20, [1] * 12 + [0] * 8])  # lengths
+    ro.completion_mask[3, :] = 1  # the cut one ran to the cap: 20 tokens, no EOS
+    ro.truncated = torch.tensor([False, False, False, True])
+    monkeypatch.setattr(trace_runs, "sample_in_batches", lambda *a, **k: iter([(0, ro)]))
+    m = trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)
+    # answers right: 1st and 2nd; CoT right: 1st only; steps exact: 1st and 3rd; well formed: first three
+    assert m["pass@1"] == 0.5 and m["cot_pass@1"] == 0.25 and m["steps_exact"] == 0.5
+    assert m["well_formed"] == 0.75 and m["truncated"] == 0.25
+    assert m["length"] == (20 + 12 + 20 + 20) / 4 and m["length_right"] == 16 and m["length_wrong"] == 20
+    # process: 1, 1/2 (one of two steps), 1, 1/2 (the second token does not parse) -> 0.75
+    assert m["process_score"] == 0.75 and m["by_digits"] == {}
+    r = rows((12, 3), (123, 4))
+    r["digits"] = [2, 3]
+    m = trace_metrics(model, tok, r, k=2)  # the first two samples are problem 12+3's, the last two 123+4's
+    assert m["by_digits"] == {2: {"pass@1": 1.0, "length": 16.0, "length_right": 16.0, "length_wrong": None,
+                                  "truncated": 0.0},
+                              3: {"pass@1": 0.0, "length": 20.0, "length_right": None, "length_wrong": 20.0,
+                                  "truncated": 0.5}}
+    with pytest.raises(ValueError, match="k >= 1"):
+        trace_metrics(model, tok, rows((12, 3)), k=0)
+
+
+def test_train_on_traces_tiny_run_is_seeded(trace_model):
+    base, tok = trace_model
+    train = rows((12, 3), (5, 97), (40, 44), (71, 8))
+    cfg = GRPOConfig(steps=2, batch_size=8, group_size=4, lr=1e-4, max_new_tokens=24, eval_every=2, eval_n=2,
+                     track_kl=False)
+    one = train_on_traces(base, tok, traces.outcome_reward, cfg, train, rows((3, 4), (10, 20)), eval_k=1,
+                          progress=False)
+    two = train_on_traces(base, tok, traces.outcome_reward, cfg, train, rows((3, 4), (10, 20)), eval_k=1,
+                          progress=False)
+    assert one["final"] == two["final"] and [h["reward_mean"] for h in one["history"]] == \
+        [h["reward_mean"] for h in two["history"]]
+    assert one["config"]["max_new_tokens"] == 24 and len(one["history"]) == 2
+    assert one["model"] is not base and "truncated_frac" in one["history"][0]

@@ -1,0 +1,113 @@
+"""Lab 06's runs on the scratchpad task: train the trace model on one reward, then judge it by numbers
+that reward does not see. benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run
+is one of the benchmark's.
+
+    trace_metrics    the means of traces.judge()'s verdicts over sampled completions, and their lengths
+    min_cap          the fewest new tokens that hold the shortest right trace of some problems (+ EOS)
+    check_cap        ValueError naming GRPOConfig.max_new_tokens when the cap cannot hold any right trace
+    train_on_traces  a fresh trace model trained with GRPO on one reward, with its history and final numbers
+"""
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from utils.eval.metrics import sample_in_batches
+from utils.rl.loop import train_grpo
+from utils.tasks.scratchpad import format_trace, steps_for
+from utils.verifiers.traces import judge, outcome_reward
+
+METRICS = ("pass@1", "cot_pass@1", "steps_exact", "well_formed", "arithmetic_score", "process_score", "length",
+           "length_right", "length_wrong", "truncated")
+
+
+def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_size=400):
+    """k samples (temperature 1, seeded) for each problem in `rows` (a scratchpad split: columns prompt, a, b,
+    answer), each judged by traces.judge. Returns a dict of means over all samples:
+
+    pass@1            answer right (the outcome)
+    cot_pass@1        answer right and every step right (CoT-pass, arXiv 2506.14245)
+    steps_exact       every step right, whatever the answer
+    well_formed       the trace parses
+    arithmetic_score  the share of written steps whose sum is true; process_score: judge's partial credit
+    length            completion tokens (EOS included when written); length_right / length_wrong: the same
+                      over samples whose answer is right / wrong (None when there are none)
+    truncated         the share stopped by max_new_tokens before EOS
+    by_digits         {digits: {"pass@1", "length", "length_right", "length_wrong", "truncated"}} per level, when
+                      `rows` has a column "digits" (it sets a right trace's length: a comparison at equal length)
+    """
+    if k < 1 or len(rows["prompt"]) == 0:
+        raise ValueError(f"trace_metrics needs k >= 1 and at least one problem (got k={k}, "
+                         f"{len(rows['prompt'])} problems)")
+    a, b, ans = list(rows["a"]), list(rows["b"]), list(rows["answer"])
+    digits = list(rows["digits"]) if "digits" in getattr(rows, "column_names", rows) else None
+    out = []
+    for i, ro in sample_in_batches(model, tokenizer, rows["prompt"], k=k, max_new_tokens=max_new_tokens,
+                                   seed=seed, batch_size=batch_size):
+        lengths = ro.completion_mask.sum(1).tolist()  # [n*k]
+        for j, text in enumerate(ro.texts):
+            n = i + j // k
+            v = judge(text, a[n], b[n], ans[n])
+            out.append(dict(outcome=v["outcome"], trace=v["outcome"] and v["steps_exact"], exact=v["steps_exact"],
+                            wf=v["well_formed"], arith=v["arithmetic"], process=v["process"],
+                            length=lengths[j], cut=bool(ro.truncated[j]), digits=digits[n] if digits else None))
+
+    def mean(key, rs=out):
+        return float(np.mean([r[key] for r in rs])) if rs else None
+    return {"pass@1": mean("outcome"), "cot_pass@1": mean("trace"), "steps_exact": mean("exact"),
+            "well_formed": mean("wf"), "arithmetic_score": mean("arith"), "process_score": mean("process"),
+            "length": mean("length"), "length_right": mean("length", [r for r in out if r["outcome"]]),
+            "length_wrong": mean("length", [r for r in out if not r["outcome"]]), "truncated": mean("cut"),
+            "by_digits": {d: {"pass@1": mean("outcome", rs), "length": mean("length", rs),
+                              "length_right": mean("length", [r for r in rs if r["outcome"]]),
+                              "length_wrong": mean("length", [r for r in rs if not r["outcome"]]),
+                              "truncated": mean("cut", rs)}
+                          for d in sorted(set(digits or [])) for rs in [[r for r in out if r["digits"] == d]]}}
+
+
+def min_cap(tokenizer, rows):
+    """The fewest new tokens that hold the shortest right trace of the problems in `rows`, EOS included:
+    a smaller max_new_tokens truncates every right completion."""
+    if len(rows["a"]) == 0:
+        raise ValueError("min_cap needs at least one problem")
+    shortest = min((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(rows["a"], rows["b"])),
+                   key=len)
+    return len(tokenizer(shortest)["input_ids"]) + 1
+
+
+def check_cap(max_new_tokens, tokenizer, rows):
+    """Raise ValueError, naming GRPOConfig.max_new_tokens, when it cannot hold the shortest right trace of `rows`
+    (every completion would be cut before its answer: reward 0, zero advantage, nothing learnt)."""
+    need = min_cap(tokenizer, rows)
+    if max_new_tokens < need:
+        raise ValueError(f"GRPOConfig.max_new_tokens={max_new_tokens} cannot hold even the shortest right trace of "
+                         f"these problems ({need} tokens with EOS): every completion would be cut before its "
+                         f"answer and score 0. Raise it to at least {need} (the longest right trace needs "
+                         f"{max_cap(tokenizer, rows)}).")
+
+
+def max_cap(tokenizer, rows):
+    """The new tokens that hold the longest right trace of `rows`, EOS included."""
+    longest = max((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(rows["a"], rows["b"])),
+                  key=len)
+    return len(tokenizer(longest)["input_ids"]) + 1
+
+
+def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True):
+    """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
+    columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
+    the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
+    the cap first (check_cap). Returns dict(config, seconds, history, final: trace_metrics on all of `test` with
+    eval_k samples each, seed 0, and the model)."""
+    import copy
+
+    cfg.validate()
+    check_cap(cfg.max_new_tokens, tokenizer, train)
+    model = copy.deepcopy(base)
+    t = time.time()
+    hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
+                      eval_prompts=test["prompt"], eval_answers=test["answer"], progress=progress,
+                      columns={"a": list(train["a"]), "b": list(train["b"])}, correct_fn=outcome_reward)
+    seconds = time.time() - t
+    final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)
+    return {"config": asdict(cfg), "seconds": seconds, "history": hist, "final": final, "model": model}
