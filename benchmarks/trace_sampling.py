@@ -9,6 +9,10 @@ the same prompts, in alternating order, so machine noise hits both; the ratio is
 the median of 7 repeats is reported, with completions/s and tokens/s (completion tokens, EOS included, padding
 not). HF generate gets the same left-padded batch and attention mask, do_sample=True, top_k=0 (no truncation of
 the distribution, as ours). Lab 06 needs ours >= 1.5x. Writes benchmarks/results/trace_sampling.json.
+
+Ours is utils.models.policy.sample: for the course's GPT-2 models it runs utils/models/decode.py (the same
+logits as transformers' forward pass, bit for bit, with a preallocated cache and a dozen tensor calls a step)
+and drops finished rows from the batch while at least 16 steps remain.
 """
 import json
 import os

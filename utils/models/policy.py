@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
+from utils.models import decode
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
 TRACE = "rlvr-trace"   # the scratchpad task's model (Labs 06-07), shipped in data/trace_model
@@ -117,6 +118,48 @@ def encode_prompts(tokenizer, prompts, device="cpu"):
     return enc["input_ids"].to(device), enc["attention_mask"].to(device)
 
 
+def _hf_steps(model, ids, mask, max_new_tokens):
+    """Generator: yields logits [N, V] for the next token; is sent the sampled tokens [N]. transformers' forward
+    with its KV cache (any causal LM)."""
+    N = ids.shape[0]
+    attn, pos, inp, past = mask, position_ids_from_mask(mask), ids, None
+    while True:
+        out = model(input_ids=inp, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        tok = yield out.logits[:, -1, :].float()
+        yield  # answers send()
+        inp = tok[:, None]
+        pos = pos[:, -1:] + 1
+        attn = torch.cat([attn, torch.ones(N, 1, dtype=attn.dtype, device=attn.device)], 1)
+
+
+def _lean_steps(model, ids, mask, max_new_tokens, done, compact_at=0.75, min_left=16):
+    """As _hf_steps for a GPT-2 model, through decode.Decoder: the same logits, bit for bit.
+
+    Rows that have finished (done [N], updated in place by the caller) are dropped from the batch once they
+    are a quarter of it, so that the late steps of trace-length completions run only the long ones
+    (benchmarks/trace_sampling.py: 1.7-1.8x HF generate with dropping, 1.3-1.4x without). Dropping is done only
+    while at least `min_left` steps remain: it copies the whole cache, and a smaller batch can change a
+    matrix product's last bit, so short answers (Labs 01-05, at most 8 new tokens) never drop a row and sample
+    exactly what transformers' forward pass samples. The logits of the live rows are written into a full
+    [N, V] tensor so that sampling draws the same random numbers whichever rows are live."""
+    N = ids.shape[0]
+    dec = decode.Decoder(model, N, ids.shape[1] + max_new_tokens)
+    live = torch.arange(N, device=ids.device)  # the original row of each decoder row
+    full = dec.prefill(ids, mask).float()       # [N, V]
+    t = 0
+    while True:
+        tok = yield full
+        yield
+        t += 1
+        keep = ~done[live]
+        if max_new_tokens - t >= min_left and keep.sum() <= compact_at * len(live):
+            rows = keep.nonzero().squeeze(-1)
+            dec.keep(rows)
+            live = live[rows]
+        full[live] = dec.step(tok[live]).float()  # [n_live, V] into the rows they belong to
+
+
 @torch.no_grad()
 def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, generator=None):
     """Sample k completions per prompt, batched, with a KV cache; stop each row at EOS.
@@ -139,13 +182,12 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     done = torch.zeros(N, dtype=torch.bool, device=device)
     lengths = torch.zeros(N, dtype=torch.long, device=device)
 
-    attn = mask
-    pos = position_ids_from_mask(mask)
-    inp, past = ids, None
+    if decode.supports(model):  # the lean loop: the same logits, bit for bit, without transformers' overhead
+        step = _lean_steps(model, ids, mask, max_new_tokens, done)
+    else:
+        step = _hf_steps(model, ids, mask, max_new_tokens)
     for t in range(max_new_tokens):
-        out = model(input_ids=inp, attention_mask=attn, position_ids=pos, past_key_values=past, use_cache=True)
-        past = out.past_key_values
-        logits = out.logits[:, -1, :].float()  # [N, V]
+        logits = next(step)  # [N, V]; rows already done hold stale values and are ignored below
         if temperature == 0:
             logp = F.log_softmax(logits, -1)
             tok = logits.argmax(-1)
@@ -160,11 +202,10 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
         out_lp[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
         lengths += (~done).long()
         done |= tok == eos
-        if done.all():
+        if done.all() or t == max_new_tokens - 1:
             break
-        inp = tok[:, None]
-        pos = pos[:, -1:] + 1
-        attn = torch.cat([attn, torch.ones(N, 1, dtype=attn.dtype, device=device)], 1)
+        step.send(tok)
+    step.close()
     model.train(was_training)
 
     T = int(lengths.max().item()) if N else 0
