@@ -13,6 +13,10 @@ notebook's own path, so the notebook's seed-0 runs are this benchmark's. The rew
     arithmetic  the share of written steps whose sum is true, whatever digits they add: a process reward
                 that does not look at the problem, so it can be earned without solving anything
     shaped      outcome + 0.2 process + 0.1 format - 0.1 per extra step (traces.SHAPED_DEFAULTS)
+    rubric      the share of traces.RUBRIC's six criteria met (well formed, one step per column, carries
+                chain, true sums, answer follows the steps, answer right)
+    length-biased  outcome + 0.1 per step written, right or not (a reward that correlates with length,
+                as a judge that likes to see working does)
 
 Every run is judged by numbers its training reward does not see: held-out answer pass@1 during training
 (the first eval_n test problems, one sample each), and at the end on all 600 test problems (k samples each,
@@ -43,6 +47,8 @@ LAB_CONDITIONS = {  # name -> (reward, changes to the config)
     "outcome, dapo": ("outcome", {"loss_type": "dapo"}),
     "outcome, dr_grpo": ("outcome", {"loss_type": "dr_grpo"}),
     "outcome, cap 24": ("outcome", {"max_new_tokens": 24}),
+    "rubric": ("rubric", {}),
+    "length-biased": ("length-biased", {}),
 }
 # 150 steps: the first study (lr 1e-4: at 5e-4 one or two updates broke the traces in a first trial)
 LONG_CONFIG = dict(steps=150, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
@@ -60,6 +66,10 @@ def reward_fn(name):
     from utils.verifiers import traces
     if name == "shaped":
         return traces.shaped_reward()
+    if name == "length-biased":
+        return traces.length_biased_reward(0.1)
+    if name == "rubric":
+        return traces.rubric()
     return {"outcome": traces.outcome_reward, "process": traces.process_reward,
             "arithmetic": traces.arithmetic_reward}[name]
 
@@ -109,7 +119,8 @@ def main():
             print(f"{c:18s} seed {seed}: pass@1 {f['pass@1']:.3f}  CoT {f['cot_pass@1']:.3f}  steps exact "
                   f"{f['steps_exact']:.3f}  arithmetic {f['arithmetic_score']:.3f}  length {f['length']:.1f} "
                   f"(right {f['length_right'] or 0:.1f}, wrong {f['length_wrong'] or 0:.1f})  truncated "
-                  f"{f['truncated']:.3f}  ({runs[-1]['seconds']:.0f} s)", flush=True)
+                  f"{f['truncated']:.3f}  extra steps {f['extra_steps']:.2f}  ({runs[-1]['seconds']:.0f} s)",
+                  flush=True)
     print("\nbase model: " + "  ".join(f"{k} {v:.3f}" for k, v in base.items() if isinstance(v, float)))
     for c in conditions:
         fs = [r["final"] for r in runs if r["condition"] == c]

@@ -65,7 +65,9 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
     assert m["well_formed"] == 0.75 and m["truncated"] == 0.25
     assert m["length"] == (20 + 12 + 20 + 20) / 4 and m["length_right"] == 16 and m["length_wrong"] == 20
     # process: 1, 1/2 (one of two steps), 1, 1/2 (the second token does not parse) -> 0.75
-    assert m["process_score"] == 0.75 and m["by_digits"] == {}
+    assert m["process_score"] == 0.75 and m["by_digits"] == {} and m["extra_steps"] == 0.0
+    ro.texts = ["2+3+0=5 1+0+0=1 0+0+0=0 0+0+0=0 >15", "2+3+0=5 >15", "2+3+0=5 1+0+0=1 9+9+0=18 >15", "x"]
+    assert trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)["extra_steps"] == (2 + 0 + 1 + 0) / 4  # padding
     r = rows((12, 3), (123, 4))
     r["digits"] = [2, 3]
     m = trace_metrics(model, tok, r, k=2)  # the first two samples are problem 12+3's, the last two 123+4's

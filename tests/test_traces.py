@@ -96,11 +96,25 @@ def test_each_verifier_by_hand(case):
     assert [g[0] for g in got] == pytest.approx([float(w) for w in want])
 
 
+# outcome + 0.1 per step written (any digits, right or not), worked by hand from CASES' texts
+LENGTH_BIASED = [1.3, 0.3, 1.1, 1.4, 1.2, 1.3, 0.3, 0.3, 0.0, 1.0]
+
+
+def test_length_biased_reward_by_hand():
+    fn = T.length_biased_reward(0.1)
+    assert fn([c[0] for c in CASES], answer=["834"] * len(CASES), a=[478] * len(CASES), b=[356] * len(CASES)) \
+        == pytest.approx(LENGTH_BIASED)
+    assert T.length_biased_reward(0.5)([GOOD], **COLS) == pytest.approx([2.5])
+    for bad in (0, -0.1, float("nan"), float("inf"), "0.1", True, None):
+        with pytest.raises(ValueError, match="per_step"):
+            T.length_biased_reward(bad)
+
+
 def test_never_raises_and_one_score_each():
     junk = [None, b"8+6+0=14 >14", 834, 8.5, "1" * 10 ** 6, " ".join(["1+1+0=2"] * 10_000) + " >2",
             "", [{"role": "assistant", "content": GOOD}], {"x": 1}, "\x00>834"]
     fns = [T.outcome_reward, T.format_reward, T.arithmetic_reward, T.process_reward, T.process_strict_reward,
-           T.trace_reward, T.shaped_reward(), T.rubric_reward]
+           T.trace_reward, T.shaped_reward(), T.rubric_reward, T.length_biased_reward()]
     for fn in fns:
         got = fn(junk, answer="834", a=478, b=356)  # shared column values are allowed too
         assert len(got) == len(junk) and all(isinstance(g, float) for g in got)

@@ -30,6 +30,7 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
     steps_exact       every step right, whatever the answer
     well_formed       the trace parses
     arithmetic_score  the share of written steps whose sum is true; process_score: judge's partial credit
+    extra_steps       steps written beyond those the problem needs (padding), per sample
     length            completion tokens (EOS included when written); length_right / length_wrong: the same
                       over samples whose answer is right / wrong (None when there are none)
     truncated         the share stopped by max_new_tokens before EOS
@@ -49,13 +50,14 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
             n = i + j // k
             v = judge(text, a[n], b[n], ans[n])
             out.append(dict(outcome=v["outcome"], trace=v["outcome"] and v["steps_exact"], exact=v["steps_exact"],
-                            wf=v["well_formed"], arith=v["arithmetic"], process=v["process"],
+                            wf=v["well_formed"], arith=v["arithmetic"], process=v["process"], extra=v["extra_steps"],
                             length=lengths[j], cut=bool(ro.truncated[j]), digits=digits[n] if digits else None))
 
     def mean(key, rs=out):
         return float(np.mean([r[key] for r in rs])) if rs else None
     return {"pass@1": mean("outcome"), "cot_pass@1": mean("trace"), "steps_exact": mean("exact"),
             "well_formed": mean("wf"), "arithmetic_score": mean("arith"), "process_score": mean("process"),
+            "extra_steps": mean("extra"),
             "length": mean("length"), "length_right": mean("length", [r for r in out if r["outcome"]]),
             "length_wrong": mean("length", [r for r in out if not r["outcome"]]), "truncated": mean("cut"),
             "by_digits": {d: {"pass@1": mean("outcome", rs), "length": mean("length", rs),
@@ -97,8 +99,8 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
     columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
     the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
-    the cap first (check_cap). Returns dict(config, seconds, history, final: trace_metrics on all of `test` with
-    eval_k samples each, seed 0, and the model)."""
+    the cap first (check_cap). progress: True, False, or the progress bar's label (a str). Returns dict(config,
+    seconds, history, final: trace_metrics on all of `test` with eval_k samples each, seed 0, and the model)."""
     import copy
 
     cfg.validate()

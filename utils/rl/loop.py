@@ -60,7 +60,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     history, t0 = [], time.time()
     # mininterval and refresh=False keep widget traffic low: a Jupyter kernel drops messages
     # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
-    bar = tqdm(range(cfg.steps), desc="GRPO", disable=not progress, mininterval=1.0)
+    bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
+               mininterval=1.0)
     for step in bar:
         # 1. sample: n_prompts prompts from the pool, G completions each
         idx = rng.integers(0, len(prompts), n_prompts)

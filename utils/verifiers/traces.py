@@ -12,6 +12,8 @@ anything that is not a readable trace scores 0.0.
                the steps are exactly the right ones
     trace      1.0 iff the answer is right and every step is right: CoT-pass (arXiv 2506.14245)
     shaped     a weighted sum: outcome + process and format bonuses - a penalty per extra step
+    length_biased  outcome + a bonus per step written, right or not: a reward that correlates with
+               length, as a judge that likes to see working does
     rubric     the share of RUBRIC's criteria met, each a programmatic check
 """
 import math
@@ -173,6 +175,30 @@ def shaped_reward(**weights):
     shaped.__name__ = "shaped_reward"
     shaped.weights = w
     return shaped
+
+
+def length_biased_reward(per_step=0.1):
+    """A reward that correlates with length: outcome + per_step for every step written ("x+y+c=s" with any
+    digits, right or not), as a judge that likes to see working does. per_step must be a finite
+    number > 0 (ValueError naming it otherwise). Returns a reward function (TRL's signature)."""
+    if isinstance(per_step, bool) or not isinstance(per_step, (int, float)) or not math.isfinite(per_step) \
+            or per_step <= 0:
+        raise ValueError(f"length_biased_reward: per_step={per_step!r} must be a finite number > 0")
+
+    def length_biased(completions, answer=None, a=None, b=None, **kwargs):
+        out = []
+        for text, ans, x, y in per_completion(completions, answer, a, b):
+            try:
+                j = judge(text, x, y, ans)
+                n_steps = sum(s is not None for s in j["parsed"]["steps"]) if j["parsed"] else 0
+                out.append(float(j["outcome"]) + per_step * n_steps)
+            except Exception:  # noqa: BLE001 - never raises
+                out.append(0.0)
+        return out
+
+    length_biased.__name__ = "length_biased_reward"
+    length_biased.per_step = per_step
+    return length_biased
 
 
 RUBRIC = {  # criterion -> what it checks
