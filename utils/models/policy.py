@@ -112,6 +112,33 @@ class Rollout:
     truncated: torch.Tensor        # [N] bool: stopped by max_new_tokens before writing EOS
 
 
+def select_rows(ro, rows):
+    """The Rollout of rows [n] (a LongTensor of row indices) of `ro`."""
+    rows = rows.to(ro.completion_ids.device)
+    pick = lambda x: x.index_select(0, rows)  # noqa: E731
+    return Rollout(pick(ro.prompt_ids), pick(ro.prompt_mask), pick(ro.completion_ids), pick(ro.completion_mask),
+                   pick(ro.logprobs), [ro.texts[i] for i in rows.tolist()], pick(ro.truncated))
+
+
+def concat_rollouts(rollouts, pad_id):
+    """One Rollout with the rows of each in turn: prompts left padded and completions right padded (with
+    pad_id, mask 0, log-prob 0) to the longest of them."""
+    P = max(r.prompt_ids.shape[1] for r in rollouts)
+    T = max(r.completion_ids.shape[1] for r in rollouts)
+
+    def left(x, fill, width):   # [n, w] -> [n, width], new columns on the left
+        return F.pad(x, (width - x.shape[1], 0), value=fill)
+
+    def right(x, fill, width):  # [n, w] -> [n, width], new columns on the right
+        return F.pad(x, (0, width - x.shape[1]), value=fill)
+    return Rollout(torch.cat([left(r.prompt_ids, pad_id, P) for r in rollouts]),
+                   torch.cat([left(r.prompt_mask, 0, P) for r in rollouts]),
+                   torch.cat([right(r.completion_ids, pad_id, T) for r in rollouts]),
+                   torch.cat([right(r.completion_mask, 0, T) for r in rollouts]),
+                   torch.cat([right(r.logprobs, 0.0, T) for r in rollouts]),
+                   [t for r in rollouts for t in r.texts], torch.cat([r.truncated for r in rollouts]))
+
+
 def encode_prompts(tokenizer, prompts, device="cpu"):
     """Left-padded ids [B, P] and mask [B, P] for a list of prompt strings."""
     enc = tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)

@@ -146,6 +146,10 @@ class GRPOConfig:
     eval_every: int = 10
     eval_n: int = 200
     max_seconds: float = 0.0  # stop after this much wall-clock time (0 = no limit)
+    # DAPO's dynamic sampling (arXiv 2503.14476): train only on groups whose rewards differ, drawing more
+    # prompts until the batch is full or max_sampling_rounds batches have been sampled in the step
+    dynamic_sampling: bool = False
+    max_sampling_rounds: int = 4
     seed: int = 0
 
     def __post_init__(self):
@@ -184,4 +188,9 @@ class GRPOConfig:
             bad("eval_n", "must be an integer >= 1")
         if not isinstance(self.eval_every, int) or self.eval_every < 0:
             bad("eval_every", "must be an integer >= 0 (0 = never)")
+        if not isinstance(self.dynamic_sampling, bool):
+            bad("dynamic_sampling", "must be True or False")
+        if not isinstance(self.max_sampling_rounds, int) or isinstance(self.max_sampling_rounds, bool) \
+                or self.max_sampling_rounds < 1:
+            bad("max_sampling_rounds", "must be an integer >= 1 (batches sampled per step at most)")
         return self

@@ -9,7 +9,7 @@ import torch
 from tqdm.auto import tqdm
 
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
-from utils.models.policy import completion_logprobs, sample
+from utils.models.policy import completion_logprobs, concat_rollouts, sample, select_rows
 from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, masked_mean, policy_loss
 
 
@@ -63,16 +63,14 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
                mininterval=1.0)
     for step in bar:
-        # 1. sample: n_prompts prompts from the pool, G completions each
+        # 1. sample: n_prompts prompts from the pool, G completions each; 2. reward them
         idx = rng.integers(0, len(prompts), n_prompts)
-        batch_p = [prompts[i] for i in idx]
-        batch_a = [answers[i] for i in idx for _ in range(G)]
-        ro = sample(policy, tokenizer, batch_p, k=G, temperature=cfg.temperature,
-                    max_new_tokens=cfg.max_new_tokens, generator=gen)       # N = n_prompts * G rows
-        # 2. reward
-        extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
-        rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)  # [N]
-        right = None if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra)) >= 1.0  # [N]
+        draw = lambda idx: rollout(policy, tokenizer, idx, prompts, answers, columns, reward_fn,  # noqa: E731
+                                   correct_fn, cfg, gen)
+        if cfg.dynamic_sampling:
+            ro, rewards, right, drawn = dynamic_batch(draw, idx, rng, len(prompts), cfg, tokenizer.pad_token_id)
+        else:
+            (ro, rewards, right), drawn = draw(idx), {"completions_sampled": cfg.batch_size}
         # 3. advantage
         adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)            # [N]
         ref_logp = reference_logprobs(ref, ro, cfg)                            # [N, T]
@@ -81,7 +79,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
         sched.step()
         # 5. record
-        rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg, right) | heldout_keys(eval_sets, eval_rewards)
+        rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg, right) | drawn | heldout_keys(eval_sets,
+                                                                                                   eval_rewards)
         out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
         if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
             rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
@@ -95,6 +94,52 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             break
     bar.close()
     return history
+
+
+def rollout(policy, tokenizer, idx, prompts, answers, columns, reward_fn, correct_fn, cfg, gen):
+    """Sample cfg.group_size completions of each prompt idx [n] of the pool and reward them.
+    Returns (Rollout of N = n * G rows, rewards [N], right [N] bool or None)."""
+    G = cfg.group_size
+    batch_p = [prompts[i] for i in idx]
+    batch_a = [answers[i] for i in idx for _ in range(G)]
+    ro = sample(policy, tokenizer, batch_p, k=G, temperature=cfg.temperature,
+                max_new_tokens=cfg.max_new_tokens, generator=gen)       # N = n * G rows
+    extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
+    rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)  # [N]
+    right = None if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra)) >= 1.0  # [N]
+    return ro, rewards, right
+
+
+def dynamic_batch(draw, idx, rng, pool_size, cfg, pad_id):
+    """DAPO's dynamic sampling (arXiv 2503.14476): keep only groups whose rewards differ (a group whose
+    completions all score alike has advantage 0 and teaches nothing), and draw more prompts until the batch
+    holds batch_size / group_size such groups, or cfg.max_sampling_rounds rounds have been drawn.
+
+    draw(idx) -> (Rollout, rewards [N], right [N] or None) samples and rewards prompts idx. The batch is the
+    first informative groups found, in the order drawn; after max_sampling_rounds it may hold fewer (a smaller
+    batch, as DAPO's cap allows). If no group in any round differed, the last round is trained as drawn (all
+    advantages 0: only a KL term moves the policy). Returns (Rollout, rewards, right, counts) with counts the
+    step's completions_sampled, sampling_rounds and groups_kept."""
+    G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
+    parts, kept, rounds = [], 0, 0
+    while True:
+        ro, rewards, right = draw(idx)
+        rounds += 1
+        rg = rewards.view(-1, G)                                       # [n_prompts, G]
+        informative = (rg.max(1).values > rg.min(1).values).nonzero().squeeze(-1)[:n_prompts - kept]
+        parts.append((ro, rewards, right, informative))
+        kept += len(informative)
+        if kept >= n_prompts or rounds >= cfg.max_sampling_rounds:
+            break
+        idx = rng.integers(0, pool_size, n_prompts)
+    counts = {"completions_sampled": rounds * cfg.batch_size, "sampling_rounds": rounds, "groups_kept": kept}
+    if kept == 0:
+        return ro, rewards, right, counts
+    rows = [(g[:, None] * G + torch.arange(G)).reshape(-1) for *_, g in parts]   # completion rows of each part
+    ro = concat_rollouts([select_rows(p[0], r) for p, r in zip(parts, rows)], pad_id)
+    rewards = torch.cat([p[1][r] for p, r in zip(parts, rows)])
+    right = None if parts[0][2] is None else torch.cat([p[2][r] for p, r in zip(parts, rows)])
+    return ro, rewards, right, counts
 
 
 @torch.no_grad()

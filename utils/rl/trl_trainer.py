@@ -49,6 +49,10 @@ def to_trl_config(cfg: GRPOConfig, output_dir):
     import trl
 
     cfg.validate()
+    if cfg.dynamic_sampling:
+        raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
+                         "samples); set it to False for train_with_trl, or filter the dataset to prompts the model "
+                         "solves sometimes")
     return trl.GRPOConfig(
         output_dir=output_dir, max_steps=cfg.steps * cfg.updates_per_batch,  # TRL counts optimizer steps
         per_device_train_batch_size=cfg.batch_size, num_generations=cfg.group_size, learning_rate=cfg.lr,

@@ -1,0 +1,118 @@
+"""DAPO's dynamic sampling (GRPOConfig.dynamic_sampling, utils.rl.loop.dynamic_batch) and the rollout
+helpers it uses (policy.select_rows, policy.concat_rollouts), against values worked out by hand."""
+import numpy as np
+import pytest
+import torch
+
+from utils.models.policy import Rollout, concat_rollouts, select_rows
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import dynamic_batch
+
+G = 2
+
+
+def fake_rollout(texts, P=2, T=3, tag=0):
+    """len(texts) rows; prompt ids = tag, completion ids = row number + 10 * tag."""
+    n = len(texts)
+    return Rollout(prompt_ids=torch.full((n, P), tag), prompt_mask=torch.ones(n, P, dtype=torch.long),
+                   completion_ids=torch.arange(n)[:, None].repeat(1, T) + 10 * tag,
+                   completion_mask=torch.ones(n, T, dtype=torch.long), logprobs=-torch.ones(n, T),
+                   texts=list(texts), truncated=torch.zeros(n, dtype=torch.bool))
+
+
+def test_select_and_concat_by_hand():
+    a, b = fake_rollout(["a0", "a1", "a2", "a3"], P=2, T=3, tag=1), fake_rollout(["b0", "b1"], P=4, T=1, tag=2)
+    s = select_rows(a, torch.tensor([3, 1]))
+    assert s.texts == ["a3", "a1"] and s.completion_ids[:, 0].tolist() == [13, 11]
+    c = concat_rollouts([s, b], pad_id=0)
+    assert c.texts == ["a3", "a1", "b0", "b1"]
+    assert c.prompt_ids.tolist()[0] == [0, 0, 1, 1] and c.prompt_mask.tolist()[0] == [0, 0, 1, 1]  # left padded
+    assert c.completion_ids.tolist()[2] == [20, 0, 0] and c.completion_mask.tolist()[2] == [1, 0, 0]  # right
+    assert c.logprobs.tolist()[3] == [-1.0, 0.0, 0.0] and c.truncated.shape == (4,)
+
+
+class Script:
+    """draw(idx) that returns each round's rewards from a list, in groups of G; records the idx it got."""
+
+    def __init__(self, rounds):
+        self.rounds, self.calls = rounds, []
+
+    def __call__(self, idx):
+        r = self.rounds[len(self.calls)]
+        self.calls.append(list(idx))
+        n = len(r)
+        ro = fake_rollout([f"r{len(self.calls)}-{i}" for i in range(n)], tag=len(self.calls))
+        return ro, torch.tensor(r, dtype=torch.float32), torch.tensor(r) >= 1.0
+
+
+def cfg(**kw):
+    return GRPOConfig(batch_size=6, group_size=G, dynamic_sampling=True, **kw)  # 3 groups a batch
+
+
+def test_keeps_informative_groups_and_draws_more():
+    # round 1: groups (1,1) (0,1) (0,0) -> one informative; round 2: (1,0) (1,1) (0,1) -> two more: full
+    draw = Script([[1, 1, 0, 1, 0, 0], [1, 0, 1, 1, 0, 1], [9, 9, 9, 9, 9, 9]])
+    ro, rewards, right, counts = dynamic_batch(draw, np.array([5, 6, 7]), np.random.default_rng(0), 100, cfg(), 0)
+    assert ro.texts == ["r1-2", "r1-3", "r2-0", "r2-1", "r2-4", "r2-5"]
+    assert rewards.tolist() == [0, 1, 1, 0, 0, 1] and right.tolist() == [False, True, True, False, False, True]
+    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 3}
+    assert draw.calls[0] == [5, 6, 7] and len(draw.calls) == 2, "stops as soon as the batch is full"
+
+
+def test_extra_informative_groups_are_not_kept():
+    draw = Script([[1, 0, 0, 1, 1, 0]])  # three informative groups in one round: exactly the batch
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10, cfg(), 0)
+    assert counts["sampling_rounds"] == 1 and len(ro.texts) == 6
+    draw = Script([[1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 1, 0]])  # 1 + 3 informative: only the first two of round 2
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10, cfg(), 0)
+    assert ro.texts == ["r1-2", "r1-3", "r2-0", "r2-1", "r2-2", "r2-3"] and counts["groups_kept"] == 3
+
+
+def test_stops_at_the_cap_with_a_smaller_batch_or_the_last_round():
+    draw = Script([[0, 0, 1, 1, 0, 0], [1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10,
+                                           cfg(max_sampling_rounds=2), 0)
+    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 1}
+    assert ro.texts == ["r2-0", "r2-1"] and rewards.tolist() == [1, 0], "fewer groups after the cap"
+    draw = Script([[0, 0, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0]])  # nothing informative in two rounds
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10,
+                                           cfg(max_sampling_rounds=2), 0)
+    assert counts["groups_kept"] == 0 and ro.texts[0] == "r2-0" and len(ro.texts) == 6, "the last round as drawn"
+
+
+def test_config_checks_name_the_field():
+    for bad in (dict(dynamic_sampling="yes"), dict(dynamic_sampling=1)):
+        with pytest.raises(ValueError, match="dynamic_sampling"):
+            GRPOConfig(**bad)
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match="max_sampling_rounds"):
+            GRPOConfig(max_sampling_rounds=bad)
+    assert GRPOConfig().dynamic_sampling is False, "off by default"
+
+
+def test_trl_refuses_dynamic_sampling():
+    from utils.rl.trl_trainer import to_trl_config
+    with pytest.raises(ValueError, match="dynamic_sampling"):
+        to_trl_config(GRPOConfig(dynamic_sampling=True), "/tmp/unused")
+
+
+def test_training_with_dynamic_sampling():
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import strict_reward as strict_verifier
+
+    policy, tok = load_policy()
+    train = load_split("train")
+    kw = dict(steps=3, batch_size=32, group_size=4, lr=1e-4, eval_every=0, eval_n=20, track_kl=False, seed=0)
+    on = train_grpo(policy, tok, train["prompt"][:200], train["answer"][:200], strict_verifier,
+                    GRPOConfig(dynamic_sampling=True, **kw), progress=False)
+    for rec in on:
+        assert rec["completions_sampled"] == 32 * rec["sampling_rounds"] and 1 <= rec["sampling_rounds"] <= 4
+        if rec["groups_kept"]:
+            assert rec["zero_spread_frac"] == 0.0, "every trained group carries signal"
+    assert sum(r["sampling_rounds"] for r in on) > 3, "the base model leaves some groups all alike: more drawn"
+    policy2, _ = load_policy()
+    off = train_grpo(policy2, tok, train["prompt"][:200], train["answer"][:200], strict_verifier,
+                     GRPOConfig(**kw), progress=False)
+    assert all(r["completions_sampled"] == 32 and "sampling_rounds" not in r for r in off)
