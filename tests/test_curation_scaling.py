@@ -1,0 +1,89 @@
+"""Lab 07's data and compute tools: utils/tasks/curation.py and utils/eval/scaling.py, by hand."""
+import numpy as np
+import pytest
+
+from utils.eval.scaling import fit_sigmoid, predict, sigmoid
+from utils.tasks.curation import curriculum, pass_rates, random_subset, sweet_spot
+
+
+def test_sweet_spot_by_hand():
+    rates = [0.0, 0.25, 0.3, 0.5, 0.7, 0.75, 1.0]
+    assert sweet_spot(rates).tolist() == [2, 3, 4], "the band's ends are inside"
+    assert sweet_spot(rates, 0.0, 0.0).tolist() == [0]
+    assert sweet_spot(rates, 0.2, 1.0).tolist() == [1, 2, 3, 4, 5, 6]
+    for lo, hi, field in ((-0.1, 0.5, "lo"), (0.2, 1.5, "hi"), (float("nan"), 0.5, "lo"), ("0.3", 0.7, "lo"),
+                          (True, 0.7, "lo")):
+        with pytest.raises(ValueError, match=field):
+            sweet_spot(rates, lo, hi)
+    with pytest.raises(ValueError, match="above"):
+        sweet_spot(rates, 0.8, 0.2)
+    with pytest.raises(ValueError, match="no prompt"):
+        sweet_spot([0.0, 1.0], 0.3, 0.7)
+
+
+def test_random_subset():
+    a = random_subset(100, 10, seed=1)
+    assert len(set(a.tolist())) == 10 and a.tolist() == sorted(a.tolist()) and a.max() < 100
+    assert random_subset(100, 10, seed=1).tolist() == a.tolist() and random_subset(100, 10, 2).tolist() != a.tolist()
+    for size in (0, 101):
+        with pytest.raises(ValueError, match="size"):
+            random_subset(100, size)
+
+
+def test_curriculum_by_hand():
+    plan = curriculum([(2, [2]), (3, (2, 3)), (5, [4])], 5)
+    assert plan == [[2], [2], [2, 3], [4], [4]]
+    for bad, msg in (([], "empty"), ([(2, [2]), (2, [3])], "phase 1 ends at step 2"), ([(0, [2])], "phase 0"),
+                     ([(3, [])], "no levels"), ([(3, [2])], "covers steps 1..3 but the run has 5"),
+                     ([(6, [2])], "covers steps 1..6"), ([5], "not \\(until_step, levels\\)"),
+                     ([(2.5, [2]), (5, [3])], "phase 0 ends")):
+        with pytest.raises(ValueError, match=msg):
+            curriculum(bad, 5)
+
+
+def test_pass_rates_by_hand(monkeypatch):
+    """Scripted samples: prompt 0 right 3 times of 4, prompt 1 never, prompt 2 always."""
+    from utils.tasks import curation
+
+    class Ro:
+        texts = ["1", "1", "x", "1", "x", "x", "x", "x", "3", "3", "3", "3"]
+    monkeypatch.setattr(curation, "sample_in_batches", lambda *a, **k: iter([(0, Ro())]))
+    seen = {}
+
+    def correct(completions, answer, tag=None):
+        seen["tag"] = tag
+        return [1.0 if c == a else 0.0 for c, a in zip(completions, answer)]
+    rates = pass_rates(None, None, ["p0", "p1", "p2"], ["1", "2", "3"], correct, n=4, columns={"tag": [7, 8, 9]})
+    assert rates.tolist() == [0.75, 0.0, 1.0] and seen["tag"] == [7] * 4 + [8] * 4 + [9] * 4
+    with pytest.raises(ValueError, match="n >= 1"):
+        pass_rates(None, None, ["p"], ["1", "2"], correct)
+
+
+def test_sigmoid_by_hand():
+    assert sigmoid(0, 0.9, 100, 1.0, 0.3) == pytest.approx(0.3)
+    assert sigmoid(100, 0.9, 100, 1.0, 0.3) == pytest.approx(0.6), "half the gain at the midpoint"
+    assert sigmoid(1e9, 0.9, 100, 2.0, 0.3) == pytest.approx(0.9, abs=1e-6), "the asymptote"
+    assert sigmoid(10, 0.9, 100, 1.0, 0.3) == pytest.approx(0.3 + 0.6 / 11)
+
+
+def test_fit_recovers_known_parameters_and_predicts():
+    C = np.geomspace(500, 50000, 12)
+    R = sigmoid(C, 0.72, 4000, 1.3, 0.3)
+    fit = fit_sigmoid(C, R, R0=0.3)
+    assert fit["A"] == pytest.approx(0.72, abs=0.01) and fit["C_mid"] == pytest.approx(4000, rel=0.05)
+    assert fit["B"] == pytest.approx(1.3, abs=0.05) and fit["rmse"] < 1e-3
+    early = fit_sigmoid(C[:8], R[:8], R0=0.3)  # fit the first part, predict the rest
+    assert np.abs(predict(early, C[8:]) - R[8:]).max() < 0.01
+    noisy = R + np.random.default_rng(0).normal(0, 0.01, R.size)
+    assert fit_sigmoid(C, noisy, 0.3)["A"] == pytest.approx(0.72, abs=0.05)
+
+
+def test_fit_refuses_bad_input():
+    with pytest.raises(ValueError, match="2 points cannot fit 3 parameters"):
+        fit_sigmoid([1, 2], [0.1, 0.2], 0.0)
+    with pytest.raises(ValueError, match="one length"):
+        fit_sigmoid([1, 2, 3], [0.1, 0.2], 0.0)
+    with pytest.raises(ValueError, match="> 0"):
+        fit_sigmoid([0, 2, 3], [0.1, 0.2, 0.3], 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        fit_sigmoid([1, 2, 3], [0.1, float("nan"), 0.3], 0.0)

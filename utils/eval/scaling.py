@@ -1,0 +1,56 @@
+"""How held-out accuracy grows with RL compute (Lab 07): the saturating curve of ScaleRL (arXiv 2510.13786),
+
+    R(C) = R0 + (A - R0) / (1 + (C_mid / C) ** B)
+
+with C the compute (here: completions sampled), R0 the accuracy before training, A the asymptote, C_mid the
+compute at which half of the gain A - R0 is reached, and B the slope (how sharply it rises in log compute).
+fit_sigmoid fits A, C_mid and B to measured points with R0 given; no optimiser library is needed: for each
+(C_mid, B) on a grid the best A is a closed-form least-squares solution, and the grid is refined around the
+best cell.
+"""
+import numpy as np
+
+
+def sigmoid(C, A, C_mid, B, R0):
+    """R(C) for compute C >= 0 (an array or a number); R(0) = R0."""
+    C = np.asarray(C, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        s = np.where(C > 0, 1.0 / (1.0 + (C_mid / np.maximum(C, 1e-300)) ** B), 0.0)
+    return R0 + (A - R0) * s
+
+
+def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3):
+    """Least-squares fit of A, C_mid, B to points (C [n] > 0, R [n]) with R0 fixed. Returns dict(A, C_mid, B,
+    R0, rmse). C_mid is searched over [min(C) / 10, max(C) * 10] in log space, B over B_range; A is not bounded
+    (an asymptote above 1 says the points do not pin it down). ValueError for fewer than 3 points (three
+    parameters), unequal lengths, non-positive compute or non-finite values."""
+    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
+    if C.shape != R.shape or C.ndim != 1:
+        raise ValueError(f"fit_sigmoid: C and R must be 1-D and of one length (got {C.shape} and {R.shape})")
+    if C.size < 3:
+        raise ValueError(f"fit_sigmoid: {C.size} points cannot fit 3 parameters (A, C_mid, B); give at least 3")
+    if not (np.isfinite(C).all() and np.isfinite(R).all() and np.isfinite(R0)) or (C <= 0).any():
+        raise ValueError("fit_sigmoid: compute must be finite and > 0, and accuracies finite")
+    lo_m, hi_m = np.log(C.min() / 10), np.log(C.max() * 10)
+    lo_b, hi_b = B_range
+    best = None
+    for _ in range(rounds):
+        for log_m in np.linspace(lo_m, hi_m, grid):
+            for B in np.linspace(lo_b, hi_b, grid):
+                s = 1.0 / (1.0 + (np.exp(log_m) / C) ** B)   # [n]
+                if s @ s == 0:
+                    continue
+                gain = s @ (R - R0) / (s @ s)                # best A - R0 for this (C_mid, B)
+                err = float(np.mean((R0 + gain * s - R) ** 2))
+                if best is None or err < best[0]:
+                    best = (err, R0 + gain, log_m, B)
+        dm, db = (hi_m - lo_m) / grid * 2, (hi_b - lo_b) / grid * 2
+        lo_m, hi_m = best[2] - dm, best[2] + dm
+        lo_b, hi_b = max(1e-3, best[3] - db), best[3] + db
+    err, A, log_m, B = best
+    return {"A": float(A), "C_mid": float(np.exp(log_m)), "B": float(B), "R0": float(R0), "rmse": float(np.sqrt(err))}
+
+
+def predict(fit, C):
+    """The fitted curve at compute C."""
+    return sigmoid(C, fit["A"], fit["C_mid"], fit["B"], fit["R0"])

@@ -1,0 +1,79 @@
+"""Choosing and ordering training prompts (Lab 07): per-prompt pass rates, the sweet-spot filter, a random
+subset of the same size, and a curriculum schedule.
+
+The sources' rule of thumb (../shared/SOURCE_NOTES.md, "Data and length"): keep the prompts the base model
+solves sometimes, pass rate between 0.3 and 0.7. A prompt it always solves gives a group whose rewards are all
+1, and one it never solves a group of 0s: either way the advantage is 0 and the prompt teaches nothing.
+"""
+import numpy as np
+
+from utils.eval.metrics import sample_in_batches
+
+
+def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tokens=64, seed=0, columns=None,
+               batch_size=1024):
+    """The share of n samples (temperature 1, seeded) that correct_fn judges right (>= 1.0), per prompt:
+    a float array [len(prompts)]. correct_fn has the verifier signature (completions, answer, **columns);
+    columns {name: list aligned with prompts} are passed to it, one value per completion."""
+    if n < 1 or not len(prompts) or len(prompts) != len(answers):
+        raise ValueError(f"pass_rates needs n >= 1 and prompts and answers of one non-zero length (got n={n}, "
+                         f"{len(prompts)} prompts, {len(answers)} answers)")
+    columns = columns or {}
+    out = np.zeros(len(prompts))
+    for i, ro in sample_in_batches(model, tokenizer, prompts, k=n, max_new_tokens=max_new_tokens, seed=seed,
+                                   batch_size=batch_size):
+        m = len(ro.texts) // n
+        ans = [answers[i + j // n] for j in range(m * n)]
+        extra = {c: [col[i + j // n] for j in range(m * n)] for c, col in columns.items()}
+        right = np.array(correct_fn(ro.texts, ans, **extra)) >= 1.0   # [m * n]
+        out[i:i + m] = right.reshape(m, n).mean(1)
+    return out
+
+
+def sweet_spot(rates, lo=0.3, hi=0.7):
+    """Indices of the prompts whose pass rate lies in [lo, hi]. ValueError when the band is not inside [0, 1]
+    with lo <= hi, or when no prompt lies in it (widen the band or measure more prompts)."""
+    for name, v in (("lo", lo), ("hi", hi)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"sweet_spot: {name}={v!r} must be a number in [0, 1] (a pass rate)")
+    if lo > hi:
+        raise ValueError(f"sweet_spot: lo={lo} is above hi={hi}; the band is [lo, hi]")
+    rates = np.asarray(rates, dtype=float)
+    keep = np.flatnonzero((rates >= lo) & (rates <= hi))
+    if keep.size == 0:
+        raise ValueError(f"sweet_spot: no prompt has a pass rate in [{lo}, {hi}] (of {rates.size}); widen the band "
+                         f"or measure more prompts")
+    return keep
+
+
+def random_subset(n_total, size, seed=0):
+    """`size` distinct indices of range(n_total), sorted, drawn with a seeded generator: the control for a
+    curated set of the same size."""
+    if not 1 <= size <= n_total:
+        raise ValueError(f"random_subset: size={size} must be in 1..{n_total}")
+    return np.sort(np.random.default_rng(seed).choice(n_total, size, replace=False))
+
+
+def curriculum(schedule, steps):
+    """A schedule [(until_step, levels), ...] -> [steps] list: the difficulty levels a step draws from.
+    Each phase runs from the previous phase's until_step (0 first) up to its own; the last must end exactly at
+    `steps`, so that every step has a phase. E.g. curriculum([(20, [2]), (40, [2, 3]), (60, [2, 3, 4])], 60)."""
+    if not schedule:
+        raise ValueError("curriculum: the schedule is empty; give [(until_step, levels), ...]")
+    out, start = [], 0
+    for i, phase in enumerate(schedule):
+        try:
+            until, levels = phase
+        except (TypeError, ValueError):
+            raise ValueError(f"curriculum: phase {i} is {phase!r}, not (until_step, levels)") from None
+        if not isinstance(until, int) or isinstance(until, bool) or until <= start:
+            raise ValueError(f"curriculum: phase {i} ends at step {until!r}, which must be an integer after the "
+                             f"previous phase's end ({start})")
+        if not levels:
+            raise ValueError(f"curriculum: phase {i} has no levels")
+        out += [list(levels)] * (until - start)
+        start = until
+    if start != steps:
+        raise ValueError(f"curriculum: the schedule covers steps 1..{start} but the run has {steps} steps; make "
+                         f"the last phase end at {steps}")
+    return out
