@@ -76,6 +76,31 @@ def test_build_script_scratchpad_task_and_bad_settings(tmp_path):
         build(out_dir=str(tmp_path), task="scratchpad", p_big=0.1)  # an arithmetic-only setting
 
 
+def test_build_script_llama_family(tmp_path):
+    """arch=llama: the same recipe in the second family; it loads with the Auto classes and samples (through
+    transformers' forward, not the GPT-2 decoding loop)."""
+    from transformers import AutoModelForCausalLM
+
+    from utils.models import decode
+    from utils.models.build_base_model import make_model
+    from utils.models.policy import sample
+
+    model, tok = build(out_dir=str(tmp_path), task="scratchpad", arch="llama", max_steps=2, eval_every=1000,
+                       batch_size=4, n_layer=2, n_embd=32, n_head=2)
+    with open(tmp_path / "build_log.json") as f:
+        assert json.load(f)["arch"] == "llama"
+    m2 = AutoModelForCausalLM.from_pretrained(tmp_path)
+    assert m2.config.model_type == "llama" and m2.config.intermediate_size == 88  # 8/3 x 32 = 85.3 -> 88
+    assert not decode.supports(m2)
+    ro = sample(m2, tok, ["12+3:", "456+78:"], k=2, max_new_tokens=6, generator=torch.Generator().manual_seed(0))
+    assert ro.completion_ids.shape[0] == 4
+    cfg = dict(n_layer=4, n_embd=128, n_head=4)
+    gpt2, llama = (sum(p.numel() for p in make_model(a, cfg, tok, 128).parameters()) for a in ("gpt2", "llama"))
+    assert 0.85 < llama / gpt2 < 1.0, "matched size: Llama lacks only GPT-2's position table and biases"
+    with pytest.raises(ValueError, match="unknown arch"):
+        build(out_dir=str(tmp_path), task="scratchpad", arch="mamba")
+
+
 # ---------------------------------------------------------------- the trace model (data/trace_model, Labs 06-07)
 @pytest.fixture(scope="module")
 def trace_model():

@@ -2,6 +2,7 @@
 
     python -m utils.models.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
     python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
+    python -m utils.models.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
 
 Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
 OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:
@@ -17,7 +18,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
 from utils.eval.metrics import evaluate
@@ -32,6 +33,28 @@ TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more posit
     eval_every=250, target_pass1=0.3, label_smoothing=0.0, n_positions=128, max_new_tokens=64,
 )
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR)}
+ARCHS = ("gpt2", "llama")  # the second family, for comparisons across families (Lab 07)
+
+
+def make_model(arch, cfg, tok, n_positions):
+    """An untrained causal LM of family `arch` at cfg's size. GPT-2: learned positions, LayerNorm, a 4x MLP.
+    Llama: rotary positions, RMSNorm, a gated MLP whose width 8/3 x n_embd (rounded up to a multiple of 8) gives
+    the same MLP parameters as GPT-2's; no biases, tied embeddings. At equal n_layer and n_embd the two differ
+    only by GPT-2's position table and biases (about 10% of this size's parameters)."""
+    ids = dict(bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    if arch == "gpt2":
+        return GPT2LMHeadModel(GPT2Config(
+            vocab_size=len(tok), n_positions=n_positions, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"],
+            n_head=cfg["n_head"], resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            activation_function="gelu_pytorch_tanh",  # GPT-2's gelu, fused: same values, faster on CPU
+            **ids))
+    if arch == "llama":
+        width = -(-8 * cfg["n_embd"] // 3 // 8) * 8
+        return LlamaForCausalLM(LlamaConfig(
+            vocab_size=len(tok), hidden_size=cfg["n_embd"], intermediate_size=width,
+            num_hidden_layers=cfg["n_layer"], num_attention_heads=cfg["n_head"], num_key_value_heads=cfg["n_head"],
+            max_position_embeddings=n_positions, tie_word_embeddings=True, attention_dropout=0.0, **ids))
+    raise ValueError(f"unknown arch {arch!r}; allowed: {ARCHS}")
 
 
 def _task(task, cfg, rng):
@@ -61,11 +84,13 @@ def _task(task, cfg, rng):
     return tok, n_pos, sample, valid["prompt"], valid["answer"], max_new, reward_fn
 
 
-def build(out_dir=None, task="arithmetic", **overrides):
-    """Pre-train `task`'s base model (TASKS: its CONFIG and folder, `out_dir` instead if given); returns
-    (model, tokenizer). Overrides replace CONFIG values; an unknown name is a ValueError."""
+def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
+    """Pre-train `task`'s base model (TASKS: its CONFIG and folder, `out_dir` instead if given) of family `arch`
+    (ARCHS); returns (model, tokenizer). Overrides replace CONFIG values; an unknown name is a ValueError."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; allowed: {sorted(TASKS)}")
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; allowed: {ARCHS}")
     defaults, folder = TASKS[task]
     unknown = set(overrides) - set(defaults)
     if unknown:
@@ -74,12 +99,7 @@ def build(out_dir=None, task="arithmetic", **overrides):
     torch.manual_seed(cfg["seed"])
     rng = random.Random(cfg["seed"])
     tok, n_positions, sample, valid_prompts, valid_answers, max_new, reward_fn = _task(task, cfg, rng)
-    model = GPT2LMHeadModel(GPT2Config(
-        vocab_size=len(tok), n_positions=n_positions, n_embd=cfg["n_embd"], n_layer=cfg["n_layer"],
-        n_head=cfg["n_head"],
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        activation_function="gelu_pytorch_tanh",  # GPT-2's gelu, fused: same values, faster on CPU
-        bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id))
+    model = make_model(arch, cfg, tok, n_positions)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.0)
 
     t0, log = time.time(), []
@@ -114,7 +134,8 @@ def build(out_dir=None, task="arithmetic", **overrides):
     tok.save_pretrained(out_dir)
     with open(os.path.join(out_dir, "build_log.json"), "w") as f:
         json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}
-                  | ({"task": task} if task != "arithmetic" else {}), f, indent=1)
+                  | ({"task": task} if task != "arithmetic" else {}) | ({"arch": arch} if arch != "gpt2" else {}),
+                  f, indent=1)
     return model, tok
 
 
@@ -123,4 +144,4 @@ if __name__ == "__main__":
 
     args = dict(a.split("=", 1) for a in sys.argv[1:])
     defaults = TASKS.get(args.get("task", "arithmetic"), (CONFIG,))[0]
-    build(**{k: type(defaults[k])(v) if k in defaults else v for k, v in args.items()})
+    build(**{k: type(defaults[k])(v) if k in defaults else v for k, v in args.items()})  # out_dir, task, arch: str
