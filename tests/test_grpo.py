@@ -275,7 +275,7 @@ def test_config_batch_divisibility_message_suggests_a_value():
 # ---------------------------------------------------------------- the loop
 KEYS = {"step", "reward_mean", "reward_std", "zero_spread_frac", "group_reward_std", "distinct_answers", "entropy",
         "kl", "clip_frac", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac", "loss",
-        "heldout_pass@1", "seconds"}
+        "heldout_pass@1", "seconds", "completions_sampled"}
 TINY = dict(steps=3, batch_size=16, group_size=4, eval_every=0)
 
 
@@ -308,7 +308,7 @@ def test_train_grpo_history(shipped, tiny_run):
     assert [r.pop("from_callback") for r in hist] == [10, 20, 30]
     assert [rec for _, rec in seen] == hist
     for r in hist:
-        assert set(r) == KEYS
+        assert set(r) == KEYS and r["completions_sampled"] == TINY["batch_size"]
         assert 0 <= r["reward_mean"] <= 1 and 0 <= r["reward_std"] <= 0.5
         assert 0 <= r["zero_spread_frac"] <= 1 and r["entropy"] >= 0 and r["kl"] >= -1e-6
         assert 0 <= r["group_reward_std"] <= r["reward_std"] + 1e-6  # within-group spread <= total spread
