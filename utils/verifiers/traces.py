@@ -97,14 +97,19 @@ def step_credit(text, a, b):
         return 0.0
 
 
-def _score(key, completions, answer, a, b):
+def _judged(completions, answer, a, b, score):
+    """score(judge(...)) for each completion, as floats; 0.0 for whatever cannot be judged (never raises)."""
     out = []
     for text, ans, x, y in per_completion(completions, answer, a, b):
         try:
-            out.append(float(judge(text, x, y, ans)[key]))
+            out.append(float(score(judge(text, x, y, ans))))
         except Exception:  # noqa: BLE001 - a verifier never raises: what it cannot judge scores 0.0
             out.append(0.0)
     return out
+
+
+def _score(key, completions, answer, a, b):
+    return _judged(completions, answer, a, b, lambda j: j[key])
 
 
 def outcome_reward(completions, answer=None, a=None, b=None, **kwargs):
@@ -162,15 +167,8 @@ def shaped_reward(**weights):
     _check_weights(w, SHAPED_DEFAULTS)
 
     def shaped(completions, answer=None, a=None, b=None, **kwargs):
-        out = []
-        for text, ans, x, y in per_completion(completions, answer, a, b):
-            try:
-                j = judge(text, x, y, ans)
-                out.append(w["outcome"] * j["outcome"] + w["process"] * j["process"]
-                           + w["format"] * j["well_formed"] - w["extra_step_penalty"] * j["extra_steps"])
-            except Exception:  # noqa: BLE001 - never raises
-                out.append(0.0)
-        return out
+        return _judged(completions, answer, a, b, lambda j: w["outcome"] * j["outcome"] + w["process"] * j["process"]
+                       + w["format"] * j["well_formed"] - w["extra_step_penalty"] * j["extra_steps"])
 
     shaped.__name__ = "shaped_reward"
     shaped.weights = w
@@ -186,15 +184,8 @@ def length_biased_reward(per_step=0.1):
         raise ValueError(f"length_biased_reward: per_step={per_step!r} must be a finite number > 0")
 
     def length_biased(completions, answer=None, a=None, b=None, **kwargs):
-        out = []
-        for text, ans, x, y in per_completion(completions, answer, a, b):
-            try:
-                j = judge(text, x, y, ans)
-                n_steps = sum(s is not None for s in j["parsed"]["steps"]) if j["parsed"] else 0
-                out.append(float(j["outcome"]) + per_step * n_steps)
-            except Exception:  # noqa: BLE001 - never raises
-                out.append(0.0)
-        return out
+        return _judged(completions, answer, a, b, lambda j: j["outcome"] + per_step * (
+            sum(s is not None for s in j["parsed"]["steps"]) if j["parsed"] else 0))
 
     length_biased.__name__ = "length_biased_reward"
     length_biased.per_step = per_step
@@ -220,14 +211,8 @@ def rubric(criteria=tuple(RUBRIC)):
         raise ValueError(f"criteria must be a non-empty list of {list(RUBRIC)}; unknown: {bad}")
 
     def rubric_reward(completions, answer=None, a=None, b=None, **kwargs):
-        out = []
-        for text, ans, x, y in per_completion(completions, answer, a, b):
-            try:
-                j = judge(text, x, y, ans)
-                out.append(sum(j[c] == 1.0 if c == "arithmetic" else bool(j[c]) for c in criteria) / len(criteria))
-            except Exception:  # noqa: BLE001 - never raises
-                out.append(0.0)
-        return out
+        return _judged(completions, answer, a, b, lambda j: sum(
+            j[c] == 1.0 if c == "arithmetic" else bool(j[c]) for c in criteria) / len(criteria))
 
     rubric_reward.criteria = criteria
     return rubric_reward
