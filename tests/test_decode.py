@@ -28,7 +28,7 @@ def test_logits_equal_transformers_forward(models, name, prompts):
     dec = decode.Decoder(model, len(prompts), ids.shape[1] + 12)
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
-        ours = dec.prefill(ids, mask)
+        ours = dec.prefill(ids, mask, position_ids_from_mask(mask))
         out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask), use_cache=True)
         theirs, past, attn, pos = out.logits[:, -1], out.past_key_values, mask, position_ids_from_mask(mask)
         assert torch.equal(ours, theirs)
@@ -50,13 +50,14 @@ def test_keep_drops_rows(models):
     full = decode.Decoder(model, 4, ids.shape[1] + 4)
     part = decode.Decoder(model, 4, ids.shape[1] + 4)
     with torch.no_grad():
-        full.prefill(ids, mask), part.prefill(ids, mask)
+        pos = position_ids_from_mask(mask)
+        full.prefill(ids, mask, pos), part.prefill(ids, mask, pos)
         part.keep(torch.tensor([1, 3]))
         assert part.k[0].shape[0] == 2 and part.key_ok.shape[0] == 2
         nxt = torch.tensor([5, 6, 7, 8])
         assert torch.allclose(part.step(nxt[[1, 3]]), full.step(nxt)[[1, 3]], atol=1e-5)
     with pytest.raises(ValueError, match="does not fit"):
-        decode.Decoder(model, 4, 3).prefill(ids, mask)
+        decode.Decoder(model, 4, 3).prefill(ids, mask, position_ids_from_mask(mask))
 
 
 def _same(a, b):

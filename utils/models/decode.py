@@ -41,7 +41,7 @@ def _act(cfg):
 class Decoder:
     """Prefill a left-padded prompt batch, then one token at a time, with a static key/value cache.
 
-    d = Decoder(model, n_rows, max_len); logits = d.prefill(ids, mask)  # [N, V] at each row's last prompt token
+    d = Decoder(model, n_rows, max_len); logits = d.prefill(ids, mask, pos)  # [N, V] at each row's last token
     logits = d.step(tok)                                                 # [N, V] after appending tok [N]
     `keep(rows)` drops finished rows from every buffer (rows: LongTensor of the rows to keep, in order).
     """
@@ -49,7 +49,7 @@ class Decoder:
     def __init__(self, model, n_rows, max_len):
         cfg = model.config
         tr = model.transformer
-        self.model, self.tr, self.lm_head = model, tr, model.lm_head
+        self.tr, self.lm_head = tr, model.lm_head
         self.H = cfg.n_head
         self.hd = cfg.n_embd // cfg.n_head
         self.act = _act(cfg)
@@ -92,14 +92,14 @@ class Decoder:
         x = F.layer_norm(x[:, -1], (x.shape[-1],), tr.ln_f.weight, tr.ln_f.bias, self.eps)
         return self.lm_head(x)
 
-    def prefill(self, ids, mask):
-        """ids, mask [N, P] left padded -> logits [N, V] at each row's last token."""
+    def prefill(self, ids, mask, pos):
+        """ids, mask, pos [N, P]: left-padded ids, their mask and position ids (policy.position_ids_from_mask)
+        -> logits [N, V] at each row's last token."""
         N, P = ids.shape
         if P > self.max_len:
             raise ValueError(f"prompt of {P} tokens does not fit a cache of {self.max_len}")
         real = mask.bool()
         self.key_ok[:, :P] = real
-        pos = (mask.long().cumsum(-1) - 1).clamp(min=0)  # as policy.position_ids_from_mask
         causal = torch.ones(P, P, dtype=torch.bool, device=ids.device).tril()
         # a padding query attends to itself only, so that its (unused) output stays finite
         attn = (causal[None] & real[:, None, :]) | torch.eye(P, dtype=torch.bool, device=ids.device)[None]

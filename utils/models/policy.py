@@ -145,7 +145,7 @@ def encode_prompts(tokenizer, prompts, device="cpu"):
     return enc["input_ids"].to(device), enc["attention_mask"].to(device)
 
 
-def _hf_steps(model, ids, mask, max_new_tokens):
+def _hf_steps(model, ids, mask):
     """Generator: yields logits [N, V] for the next token; is sent the sampled tokens [N]. transformers' forward
     with its KV cache (any causal LM)."""
     N = ids.shape[0]
@@ -173,7 +173,7 @@ def _lean_steps(model, ids, mask, max_new_tokens, done, compact_at=0.75, min_lef
     N = ids.shape[0]
     dec = decode.Decoder(model, N, ids.shape[1] + max_new_tokens)
     live = torch.arange(N, device=ids.device)  # the original row of each decoder row
-    full = dec.prefill(ids, mask).float()       # [N, V]
+    full = dec.prefill(ids, mask, position_ids_from_mask(mask)).float()  # [N, V]
     t = 0
     while True:
         tok = yield full
@@ -212,7 +212,7 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     if decode.supports(model):  # the lean loop: the same logits, bit for bit, without transformers' overhead
         step = _lean_steps(model, ids, mask, max_new_tokens, done)
     else:
-        step = _hf_steps(model, ids, mask, max_new_tokens)
+        step = _hf_steps(model, ids, mask)
     for t in range(max_new_tokens):
         logits = next(step)  # [N, V]; rows already done hold stale values and are ignored below
         if temperature == 0:
