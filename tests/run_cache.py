@@ -310,7 +310,7 @@ def train_grpo_parts(a):
     """What decides a train_grpo run, from its bound arguments `a` (every argument but `progress`)."""
     return (a["policy"], a["ref"], a["tokenizer"], a["prompts"], a["answers"], a["reward_fn"], a["cfg"],
             a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"], a["columns"],
-            a["correct_fn"], *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"]))
+            a["correct_fn"], a["pools"], *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"]))
 
 
 def cached_train_grpo(train_grpo):

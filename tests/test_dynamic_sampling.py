@@ -52,30 +52,32 @@ def cfg(**kw):
 def test_keeps_informative_groups_and_draws_more():
     # round 1: groups (1,1) (0,1) (0,0) -> one informative; round 2: (1,0) (1,1) (0,1) -> two more: full
     draw = Script([[1, 1, 0, 1, 0, 0], [1, 0, 1, 1, 0, 1], [9, 9, 9, 9, 9, 9]])
-    ro, rewards, right, counts = dynamic_batch(draw, np.array([5, 6, 7]), np.random.default_rng(0), 100, cfg(), 0)
+    ro, rewards, right, counts = dynamic_batch(draw, np.array([5, 6, 7]), lambda: np.array([1, 2, 3]), cfg(), 0)
     assert ro.texts == ["r1-2", "r1-3", "r2-0", "r2-1", "r2-4", "r2-5"]
     assert rewards.tolist() == [0, 1, 1, 0, 0, 1] and right.tolist() == [False, True, True, False, False, True]
-    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 3}
-    assert draw.calls[0] == [5, 6, 7] and len(draw.calls) == 2, "stops as soon as the batch is full"
+    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 3,
+                      "drawn_zero_spread_frac": 3 / 6}, "(1,1), (0,0) and (1,1): 3 of 6 groups drawn all alike"
+    assert draw.calls == [[5, 6, 7], [1, 2, 3]], "the next round's prompts come from pick(); stops once full"
 
 
 def test_extra_informative_groups_are_not_kept():
     draw = Script([[1, 0, 0, 1, 1, 0]])  # three informative groups in one round: exactly the batch
-    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10, cfg(), 0)
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), lambda: np.arange(3), cfg(), 0)
     assert counts["sampling_rounds"] == 1 and len(ro.texts) == 6
     draw = Script([[1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 1, 0]])  # 1 + 3 informative: only the first two of round 2
-    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10, cfg(), 0)
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), lambda: np.arange(3), cfg(), 0)
     assert ro.texts == ["r1-2", "r1-3", "r2-0", "r2-1", "r2-2", "r2-3"] and counts["groups_kept"] == 3
 
 
 def test_stops_at_the_cap_with_a_smaller_batch_or_the_last_round():
     draw = Script([[0, 0, 1, 1, 0, 0], [1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
-    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10,
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), lambda: np.arange(3),
                                            cfg(max_sampling_rounds=2), 0)
-    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 1}
+    assert counts == {"completions_sampled": 12, "sampling_rounds": 2, "groups_kept": 1,
+                      "drawn_zero_spread_frac": 5 / 6}
     assert ro.texts == ["r2-0", "r2-1"] and rewards.tolist() == [1, 0], "fewer groups after the cap"
     draw = Script([[0, 0, 1, 1, 0, 0], [1, 1, 1, 1, 0, 0]])  # nothing informative in two rounds
-    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), np.random.default_rng(0), 10,
+    ro, rewards, _, counts = dynamic_batch(draw, np.arange(3), lambda: np.arange(3),
                                            cfg(max_sampling_rounds=2), 0)
     assert counts["groups_kept"] == 0 and ro.texts[0] == "r2-0" and len(ro.texts) == 6, "the last round as drawn"
 
@@ -116,3 +118,49 @@ def test_training_with_dynamic_sampling():
     off = train_grpo(policy2, tok, train["prompt"][:200], train["answer"][:200], strict_verifier,
                      GRPOConfig(**kw), progress=False)
     assert all(r["completions_sampled"] == 32 and "sampling_rounds" not in r for r in off)
+
+
+def test_pools_restrict_each_steps_prompts_and_budget_stops_early():
+    """train_grpo(pools=...) draws step s's prompts from pools[s] only, in every dynamic-sampling round too;
+    cfg.max_completions stops the run once that many completions were sampled."""
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import strict_reward
+
+    policy, tok = load_policy()
+    train = load_split("train")
+    prompts, answers = train["prompt"][:40], train["answer"][:40]
+    seen = []
+
+    def reward(completions, answer, idx, **kw):
+        seen.append(sorted(set(idx)))
+        return strict_reward(completions, answer)
+
+    pools = [[0, 1, 2], [10, 11], [20, 21, 22, 23]]
+    kw = dict(steps=3, batch_size=16, group_size=4, lr=1e-4, eval_every=0, eval_n=4, track_kl=False, seed=0)
+    train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw), progress=False,
+               columns={"idx": list(range(40))}, pools=pools)
+    assert [set(s) <= set(p) for s, p in zip(seen, pools)] == [True] * 3, (seen, pools)
+    seen.clear()
+    hist = train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw, dynamic_sampling=True), progress=False,
+                      columns={"idx": list(range(40))}, pools=pools)
+    steps = np.repeat(np.arange(3), [h["sampling_rounds"] for h in hist])
+    assert all(set(s) <= set(pools[t]) for s, t in zip(seen, steps)), "refill rounds draw from the step's pool"
+    for bad in ([[0]], [[0], [], [1]], [[0], [1], [40]]):
+        with pytest.raises(ValueError, match="pools"):
+            train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw), progress=False,
+                       columns={"idx": list(range(40))}, pools=bad)
+    hist = train_grpo(policy, tok, prompts, answers, strict_reward,
+                      GRPOConfig(**dict(kw, steps=10, max_completions=40)), progress=False)
+    assert len(hist) == 3 and sum(h["completions_sampled"] for h in hist) == 48, "stops at the first step >= 40"
+    assert hist[-1]["heldout_pass@1"] is None and all(h["train_seconds"] <= h["seconds"] for h in hist)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="max_completions"):
+            GRPOConfig(max_completions=bad)
+
+
+def test_trl_steps_follow_the_completion_budget():
+    from utils.rl.trl_trainer import to_trl_config
+    assert to_trl_config(GRPOConfig(steps=10, batch_size=16, group_size=4, max_completions=40), "/tmp/u").max_steps == 3
+    assert to_trl_config(GRPOConfig(steps=2, batch_size=16, group_size=4, max_completions=400), "/tmp/u").max_steps == 2

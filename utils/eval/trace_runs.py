@@ -95,12 +95,13 @@ def max_cap(tokenizer, rows):
     return len(tokenizer(longest)["input_ids"]) + 1
 
 
-def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True):
+def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True, pools=None):
     """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
     columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
     the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
-    the cap first (check_cap). progress: True, False, or the progress bar's label (a str). Returns dict(config,
-    seconds, history, final: trace_metrics on all of `test` with eval_k samples each, seed 0, and the model)."""
+    the cap first (check_cap). progress: True, False, or the progress bar's label (a str). pools: train_grpo's
+    (one array of indices into `train` per step: Lab 07's curriculum). Returns dict(config, seconds, history,
+    final: trace_metrics on all of `test` with eval_k samples each, seed 0, and the model)."""
     import copy
 
     cfg.validate()
@@ -109,7 +110,7 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     t = time.time()
     hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
                       eval_prompts=test["prompt"], eval_answers=test["answer"], progress=progress,
-                      columns={"a": list(train["a"]), "b": list(train["b"])}, correct_fn=outcome_reward)
+                      columns={"a": list(train["a"]), "b": list(train["b"])}, correct_fn=outcome_reward, pools=pools)
     seconds = time.time() - t
     final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)
     return {"config": asdict(cfg), "seconds": seconds, "history": hist, "final": final, "model": model}

@@ -146,6 +146,7 @@ class GRPOConfig:
     eval_every: int = 10
     eval_n: int = 200
     max_seconds: float = 0.0  # stop after this much wall-clock time (0 = no limit)
+    max_completions: int = 0  # stop once this many completions have been sampled: a compute budget (0 = none)
     # DAPO's dynamic sampling (arXiv 2503.14476): train only on groups whose rewards differ, drawing more
     # prompts until the batch is full or max_sampling_rounds batches have been sampled in the step
     dynamic_sampling: bool = False
@@ -182,6 +183,9 @@ class GRPOConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v < 0:
                 bad(name, "must be a number >= 0")
+        if not isinstance(self.max_completions, int) or isinstance(self.max_completions, bool) \
+                or self.max_completions < 0:
+            bad("max_completions", "must be an integer >= 0 (completions sampled before stopping; 0 = no budget)")
         if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
             bad("warmup_steps", "must be an integer >= 0")
         if not isinstance(self.eval_n, int) or self.eval_n < 1:

@@ -15,7 +15,7 @@ from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, maske
 
 def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts=None, eval_answers=None,
                ref=None, loss_fn=policy_loss, advantage_fn=group_advantages, progress=True, callback=None,
-               eval_rewards=None, eval_sets=None, columns=None, correct_fn=None):
+               eval_rewards=None, eval_sets=None, columns=None, correct_fn=None, pools=None):
     """Train `policy` in place with GRPO. Returns the history: a list of dicts, one per step.
 
     prompts/answers: the training pool, sampled with replacement (seeded by cfg.seed). reward_fn has
@@ -35,6 +35,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     for each eval_sets {name: (prompts, answers)} (Lab 04: the OOD split), "heldout_<name>" for each
     eval_rewards {name: reward_fn} (Lab 02: proxy vs truth). callback(policy, record), if given, runs
     after each step; a dict it returns is added to that step's record (Lab 04: answer snapshots).
+    pools, if given, is one array of prompt indices per step: step s draws its prompts from pools[s] only
+    (Lab 07's curriculum; curation.level_pools builds it). Every record has completions_sampled (the step's)
+    and train_seconds (time so far, held-out evaluation excluded); seconds includes it. Training stops early
+    once cfg.max_completions completions have been sampled (a compute budget) or after cfg.max_seconds.
     """
     cfg.validate()
     prompts, answers = list(prompts), list(answers)
@@ -47,6 +51,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         if name in ("completions", "answer") or not hasattr(col, "__len__") or len(col) != len(prompts):
             raise ValueError(f"columns[{name!r}] must be a list with one value per prompt ({len(prompts)}), "
                              f"named other than 'completions' and 'answer'")
+    if pools is not None:
+        pools = [np.asarray(p, dtype=int) for p in pools]
+        if len(pools) < cfg.steps or any(p.size == 0 or p.min() < 0 or p.max() >= len(prompts) for p in pools):
+            raise ValueError(f"pools must hold a non-empty array of prompt indices (0..{len(prompts) - 1}) for each "
+                             f"of the {cfg.steps} steps (got {len(pools)} pools)")
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
     gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
@@ -57,18 +66,21 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     # linear warm-up from lr/warmup to lr, then constant (TRL's "constant_with_warmup")
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (cfg.warmup_steps + 1)))
     G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
-    history, t0 = [], time.time()
+    history, t0, eval_time, sampled = [], time.time(), 0.0, 0
     # mininterval and refresh=False keep widget traffic low: a Jupyter kernel drops messages
     # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
     bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
                mininterval=1.0)
     for step in bar:
         # 1. sample: n_prompts prompts from the pool, G completions each; 2. reward them
-        idx = rng.integers(0, len(prompts), n_prompts)
+        pool = None if pools is None else pools[step]
+        pick = lambda: (rng.integers(0, len(prompts), n_prompts) if pool is None  # noqa: E731
+                        else pool[rng.integers(0, len(pool), n_prompts)])
         draw = lambda idx: rollout(policy, tokenizer, idx, prompts, answers, columns, reward_fn,  # noqa: E731
                                    correct_fn, cfg, gen)
+        idx = pick()
         if cfg.dynamic_sampling:
-            ro, rewards, right, drawn = dynamic_batch(draw, idx, rng, len(prompts), cfg, tokenizer.pad_token_id)
+            ro, rewards, right, drawn = dynamic_batch(draw, idx, pick, cfg, tokenizer.pad_token_id)
         else:
             (ro, rewards, right), drawn = draw(idx), {"completions_sampled": cfg.batch_size}
         # 3. advantage
@@ -81,10 +93,15 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         # 5. record
         rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg, right) | drawn | heldout_keys(eval_sets,
                                                                                                    eval_rewards)
-        out_of_time = cfg.max_seconds and time.time() - t0 >= cfg.max_seconds
+        sampled += rec["completions_sampled"]
+        out_of_time = (cfg.max_seconds and time.time() - t0 >= cfg.max_seconds) or \
+            (cfg.max_completions and sampled >= cfg.max_completions)
+        rec["train_seconds"] = time.time() - t0 - eval_time
         if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
+            t_eval = time.time()
             rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
                                        cfg.temperature, cfg.max_new_tokens, correct_fn))
+            eval_time += time.time() - t_eval
         rec["seconds"] = time.time() - t0
         if callback:
             rec.update(callback(policy, rec) or {})
@@ -110,36 +127,53 @@ def rollout(policy, tokenizer, idx, prompts, answers, columns, reward_fn, correc
     return ro, rewards, right
 
 
-def dynamic_batch(draw, idx, rng, pool_size, cfg, pad_id):
+def dynamic_batch(draw, idx, pick, cfg, pad_id):
     """DAPO's dynamic sampling (arXiv 2503.14476): keep only groups whose rewards differ (a group whose
     completions all score alike has advantage 0 and teaches nothing), and draw more prompts until the batch
     holds batch_size / group_size such groups, or cfg.max_sampling_rounds rounds have been drawn.
 
-    draw(idx) -> (Rollout, rewards [N], right [N] or None) samples and rewards prompts idx. The batch is the
-    first informative groups found, in the order drawn; after max_sampling_rounds it may hold fewer (a smaller
-    batch, as DAPO's cap allows). If no group in any round differed, the last round is trained as drawn (all
-    advantages 0: only a KL term moves the policy). Returns (Rollout, rewards, right, counts) with counts the
-    step's completions_sampled, sampling_rounds and groups_kept."""
+    draw(idx) -> (Rollout, rewards [N], right [N] or None) samples and rewards prompts idx; pick() -> the next
+    round's prompt indices. The batch is the first informative groups found, in the order drawn; after
+    max_sampling_rounds it may hold fewer (a smaller batch, as DAPO's cap allows). If no group in any round
+    differed, the last round is trained as drawn (all advantages 0: only a KL term moves the policy). Returns
+    (Rollout, rewards, right, counts) with counts the step's completions_sampled, sampling_rounds, groups_kept
+    and drawn_zero_spread_frac: the share of all groups drawn whose rewards were all alike (the step's
+    zero_spread_frac is of the kept groups, so with dynamic sampling it is 0 whenever the batch filled)."""
     G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
-    parts, kept, rounds = [], 0, 0
+    parts = []
     while True:
-        ro, rewards, right = draw(idx)
-        rounds += 1
-        rg = rewards.view(-1, G)                                       # [n_prompts, G]
-        informative = (rg.max(1).values > rg.min(1).values).nonzero().squeeze(-1)[:n_prompts - kept]
-        parts.append((ro, rewards, right, informative))
-        kept += len(informative)
-        if kept >= n_prompts or rounds >= cfg.max_sampling_rounds:
+        parts.append(draw(idx))
+        kept, used = fill_batch([p[1] for p in parts], G, n_prompts)
+        if used < len(parts) or len(kept) >= n_prompts or len(parts) >= cfg.max_sampling_rounds:
             break
-        idx = rng.integers(0, pool_size, n_prompts)
-    counts = {"completions_sampled": rounds * cfg.batch_size, "sampling_rounds": rounds, "groups_kept": kept}
-    if kept == 0:
-        return ro, rewards, right, counts
-    rows = [(g[:, None] * G + torch.arange(G)).reshape(-1) for *_, g in parts]   # completion rows of each part
-    ro = concat_rollouts([select_rows(p[0], r) for p, r in zip(parts, rows)], pad_id)
-    rewards = torch.cat([p[1][r] for p, r in zip(parts, rows)])
-    right = None if parts[0][2] is None else torch.cat([p[2][r] for p, r in zip(parts, rows)])
+        idx = pick()
+    rounds = len(parts)
+    alike = sum(int((r.view(-1, G).max(1).values == r.view(-1, G).min(1).values).sum()) for _, r, _ in parts)
+    counts = {"completions_sampled": rounds * cfg.batch_size, "sampling_rounds": rounds, "groups_kept": len(kept),
+              "drawn_zero_spread_frac": alike / (rounds * n_prompts)}
+    if not kept:
+        return (*parts[-1], counts)
+    rows = [torch.arange(g * G, (g + 1) * G) for _, g in kept]                 # completion rows, in kept order
+    ro = concat_rollouts([select_rows(parts[r][0], i) for (r, _), i in zip(kept, rows)], pad_id)
+    rewards = torch.cat([parts[r][1][i] for (r, _), i in zip(kept, rows)])
+    right = None if parts[0][2] is None else torch.cat([parts[r][2][i] for (r, _), i in zip(kept, rows)])
     return ro, rewards, right, counts
+
+
+def fill_batch(round_rewards, G, n_groups):
+    """Dynamic sampling's choice (arXiv 2503.14476): given the rewards of the rounds drawn so far, in order
+    (a list of [n * G] tensors, groups of G consecutive completions), the first n_groups groups whose rewards
+    are not all alike, in the order drawn, as (round, group) pairs; and how many rounds that took (all of
+    them if the batch is not full). E.g. rounds [1,1, 0,1] and [0,0, 1,0] with G=2, n_groups=2 ->
+    ([(0, 1), (1, 1)], 2)."""
+    kept = []
+    for r, rewards in enumerate(round_rewards):
+        rg = rewards.view(-1, G)                                                # [n, G]
+        for g in (rg.max(1).values > rg.min(1).values).nonzero().flatten().tolist():
+            kept.append((r, g))
+            if len(kept) == n_groups:
+                return kept, r + 1
+    return kept, len(round_rewards)
 
 
 @torch.no_grad()

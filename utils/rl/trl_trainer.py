@@ -53,8 +53,9 @@ def to_trl_config(cfg: GRPOConfig, output_dir):
         raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
                          "samples); set it to False for train_with_trl, or filter the dataset to prompts the model "
                          "solves sometimes")
+    steps = min(cfg.steps, -(-cfg.max_completions // cfg.batch_size)) if cfg.max_completions else cfg.steps
     return trl.GRPOConfig(
-        output_dir=output_dir, max_steps=cfg.steps * cfg.updates_per_batch,  # TRL counts optimizer steps
+        output_dir=output_dir, max_steps=steps * cfg.updates_per_batch,  # TRL counts optimizer steps
         per_device_train_batch_size=cfg.batch_size, num_generations=cfg.group_size, learning_rate=cfg.lr,
         gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
         lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
