@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from utils.eval.scaling import fit_sigmoid, predict, sigmoid
-from utils.tasks.curation import curriculum, pass_rates, random_subset, sweet_spot
+from utils.tasks import curation
+from utils.tasks.curation import curriculum, level_pools, pass_rates, random_subset, sweet_spot
 
 
 def test_sweet_spot_by_hand():
@@ -87,3 +88,21 @@ def test_fit_refuses_bad_input():
         fit_sigmoid([0, 2, 3], [0.1, 0.2, 0.3], 0.0)
     with pytest.raises(ValueError, match="finite"):
         fit_sigmoid([1, 2, 3], [0.1, float("nan"), 0.3], 0.0)
+
+
+def test_level_pools_by_hand():
+    digits = [2, 3, 4, 2, 4, 3]
+    pools = level_pools([[2], [2, 3], [4]], digits)
+    assert [p.tolist() for p in pools] == [[0, 3], [0, 1, 3, 5], [2, 4]]
+    assert [p.tolist() for p in level_pools(curriculum([(1, [3]), (2, [2, 4])], 2), digits)] == [[1, 5], [0, 2, 3, 4]]
+    with pytest.raises(ValueError, match="no prompt has level \\[5\\]"):
+        level_pools([[2], [5]], digits)
+
+
+def test_shipped_pass_rates_match_the_split_and_the_band():
+    from utils.tasks.scratchpad import load_split
+    rates, n = curation.load_pass_rates(), curation.PASS_RATES_CONFIG["n"]
+    assert n >= 16 and rates.shape == (len(load_split("train")),)
+    assert ((rates * n) == np.round(rates * n)).all() and rates.min() >= 0 and rates.max() <= 1
+    kept = sweet_spot(rates)
+    assert 0.1 * len(rates) < len(kept) < 0.9 * len(rates), "the band keeps some prompts and drops some"

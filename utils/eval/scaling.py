@@ -19,11 +19,23 @@ def sigmoid(C, A, C_mid, B, R0):
     return R0 + (A - R0) * s
 
 
-def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3):
+def best_asymptote(C, R, R0, C_mid, B):
+    """For fixed C_mid and B, the A that minimises sum (sigmoid(C, A, C_mid, B, R0) - R)^2: the curve is
+    R0 + (A - R0) * s with s = 1 / (1 + (C_mid / C) ** B), linear in A - R0, so A - R0 = s.(R - R0) / s.s.
+    None when every s is 0."""
+    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
+    s = 1.0 / (1.0 + (C_mid / C) ** B)               # [n]
+    if s @ s == 0:
+        return None
+    return float(R0 + s @ (R - R0) / (s @ s))
+
+
+def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asymptote):
     """Least-squares fit of A, C_mid, B to points (C [n] > 0, R [n]) with R0 fixed. Returns dict(A, C_mid, B,
     R0, rmse). C_mid is searched over [min(C) / 10, max(C) * 10] in log space, B over B_range; A is not bounded
     (an asymptote above 1 says the points do not pin it down). ValueError for fewer than 3 points (three
-    parameters), unequal lengths, non-positive compute or non-finite values."""
+    parameters), unequal lengths, non-positive compute or non-finite values. best_A(C, R, R0, C_mid, B) gives A for
+    a grid cell (best_asymptote; Lab 07's exercise plugs in here)."""
     C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
     if C.shape != R.shape or C.ndim != 1:
         raise ValueError(f"fit_sigmoid: C and R must be 1-D and of one length (got {C.shape} and {R.shape})")
@@ -37,13 +49,12 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3):
     for _ in range(rounds):
         for log_m in np.linspace(lo_m, hi_m, grid):
             for B in np.linspace(lo_b, hi_b, grid):
-                s = 1.0 / (1.0 + (np.exp(log_m) / C) ** B)   # [n]
-                if s @ s == 0:
+                A = best_A(C, R, R0, np.exp(log_m), B)
+                if A is None:
                     continue
-                gain = s @ (R - R0) / (s @ s)                # best A - R0 for this (C_mid, B)
-                err = float(np.mean((R0 + gain * s - R) ** 2))
+                err = float(np.mean((sigmoid(C, A, np.exp(log_m), B, R0) - R) ** 2))
                 if best is None or err < best[0]:
-                    best = (err, R0 + gain, log_m, B)
+                    best = (err, A, log_m, B)
         dm, db = (hi_m - lo_m) / grid * 2, (hi_b - lo_b) / grid * 2
         lo_m, hi_m = best[2] - dm, best[2] + dm
         lo_b, hi_b = max(1e-3, best[3] - db), best[3] + db

@@ -1,13 +1,22 @@
 """Choosing and ordering training prompts (Lab 07): per-prompt pass rates, the sweet-spot filter, a random
 subset of the same size, and a curriculum schedule.
 
+    python -m utils.tasks.curation   # the trace model's pass rates on every train prompt (n=16): ~4 minutes
+
 The sources' rule of thumb (../shared/SOURCE_NOTES.md, "Data and length"): keep the prompts the base model
 solves sometimes, pass rate between 0.3 and 0.7. A prompt it always solves gives a group whose rewards are all
 1, and one it never solves a group of 0s: either way the advantage is 0 and the prompt teaches nothing.
 """
+import json
+import os
+
 import numpy as np
 
+from utils import DATA_DIR
 from utils.eval.metrics import sample_in_batches
+
+PASS_RATES_FILE = os.path.join(DATA_DIR, "scratchpad", "train_pass_rates.json")
+PASS_RATES_CONFIG = dict(model="rlvr-trace", n=16, seed=0, max_new_tokens=64, batch_size=1024)
 
 
 def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tokens=64, seed=0, columns=None,
@@ -77,3 +86,54 @@ def curriculum(schedule, steps):
         raise ValueError(f"curriculum: the schedule covers steps 1..{start} but the run has {steps} steps; make "
                          f"the last phase end at {steps}")
     return out
+
+
+def level_pools(levels_per_step, digits):
+    """curriculum()'s [steps] list of levels -> one array of prompt indices per step (train_grpo's pools):
+    the prompts whose `digits` (one per prompt) is among that step's levels. ValueError for a level no prompt
+    has."""
+    digits = np.asarray(digits)
+    by_level = {d: np.flatnonzero(digits == d) for d in np.unique(digits)}
+    out = []
+    for levels in levels_per_step:
+        missing = [lv for lv in levels if lv not in by_level]
+        if missing:
+            raise ValueError(f"level_pools: no prompt has level {missing}; the levels are {sorted(by_level)}")
+        out.append(np.sort(np.concatenate([by_level[lv] for lv in levels])))
+    return out
+
+
+def load_pass_rates():
+    """The shipped pass rates of the trace model on the scratchpad train split, in split order: a float array
+    [6000] of right answers out of PASS_RATES_CONFIG["n"] samples. Written by `python -m utils.tasks.curation`."""
+    if not os.path.exists(PASS_RATES_FILE):
+        raise FileNotFoundError(f"{PASS_RATES_FILE} is missing; write it with `python -m utils.tasks.curation`")
+    with open(PASS_RATES_FILE) as f:
+        d = json.load(f)
+    return np.asarray(d["right"], dtype=float) / d["config"]["n"]
+
+
+def write_pass_rates():
+    """Measure the trace model's pass rate on every scratchpad train prompt (PASS_RATES_CONFIG) and write them."""
+    import time
+
+    from utils.models.policy import load_policy
+    from utils.setup import setup
+    from utils.tasks.scratchpad import load_split
+    from utils.verifiers.traces import outcome_reward
+
+    c = PASS_RATES_CONFIG
+    setup(c["seed"], quiet=True)
+    model, tok = load_policy(c["model"])
+    train, t = load_split("train"), time.time()
+    rates = pass_rates(model, tok, train["prompt"], train["answer"], outcome_reward, n=c["n"],
+                       max_new_tokens=c["max_new_tokens"], seed=c["seed"], batch_size=c["batch_size"])
+    right = [int(round(r * c["n"])) for r in rates]
+    with open(PASS_RATES_FILE, "w") as f:
+        json.dump({"config": c, "seconds": round(time.time() - t, 1), "right": right}, f)
+    print(f"wrote {PASS_RATES_FILE}: {len(right)} prompts, mean pass rate {np.mean(rates):.3f}, "
+          f"{time.time() - t:.0f} s")
+
+
+if __name__ == "__main__":
+    write_pass_rates()
