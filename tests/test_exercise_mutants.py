@@ -673,12 +673,125 @@ def test_token_weights_by_hand():
     assert torch.allclose(grpo.token_weights(m, "dr_grpo", 4), m / 12)
 
 
+# Lab 07, exercise 1: the sweet-spot filter
+def sweet(rates, lo, hi, mistake=None):
+    r = np.asarray(rates, dtype=float)
+    if mistake == "ends outside":
+        return np.flatnonzero((r > lo) & (r < hi))
+    if mistake == "a mask, not indices":
+        return (r >= lo) & (r <= hi)
+    if mistake == "the band dropped, not kept":
+        return np.flatnonzero((r < lo) | (r > hi))
+    if mistake == "fixed band 0.3-0.7":
+        return np.flatnonzero((r >= 0.3) & (r <= 0.7))
+    if mistake == "sorted by rate":
+        keep = np.flatnonzero((r >= lo) & (r <= hi))
+        return keep[np.argsort(r[keep], kind="stable")]
+    if mistake == "hi exclusive":
+        return np.flatnonzero((r >= lo) & (r < hi))
+    return np.flatnonzero((r >= lo) & (r <= hi))
+
+
+SWEET_MUTANTS = {"ends outside": "expected", "a mask, not indices": "mask", "the band dropped, not kept": "expected",
+                 "fixed band 0.3-0.7": "expected", "sorted by rate": "split's order",
+                 "hi exclusive": "expected"}
+
+
+@pytest.mark.parametrize("mistake", list(SWEET_MUTANTS))
+def test_sweet_spot_mutant_rejected(mistake):
+    rejected(ex.check_sweet_spot, partial(sweet, mistake=mistake), SWEET_MUTANTS[mistake])
+
+
+def test_sweet_spot_reference_right_version_and_stub(capsys):
+    from utils.tasks.curation import sweet_spot
+    assert ex.check_sweet_spot(sweet) is sweet
+    assert ex.check_sweet_spot(stub) is sweet_spot and "NOTE" in capsys.readouterr().out
+
+
+# Lab 07, exercise 2: dynamic sampling's refill
+def fill(round_rewards, G, n_groups, mistake=None):
+    kept = []
+    for r, rewards in enumerate(round_rewards):
+        rg = rewards.view(-1, G)
+        if mistake == "keeps any group with a reward":
+            ok = rg.sum(1) > 0
+        elif mistake == "keeps every group":
+            ok = torch.ones(len(rg), dtype=torch.bool)
+        elif mistake == "groups of one row":
+            ok = rewards.view(-1, 1).max(1).values > -1
+        else:
+            ok = rg.max(1).values > rg.min(1).values
+        for g in ok.nonzero().flatten().tolist():
+            kept.append((r, g))
+            if len(kept) == n_groups and mistake != "does not stop when full":
+                return kept, r + 1
+    if mistake == "does not stop when full":
+        return kept[:n_groups], len(round_rewards)
+    return kept, len(round_rewards)
+
+
+def fill_counts_rounds_from_one(round_rewards, G, n_groups):
+    kept, used = fill(round_rewards, G, n_groups)
+    return kept, used - 1
+
+
+FILL_MUTANTS = {"keeps any group with a reward": "expected", "keeps every group": "expected",
+                "groups of one row": "expected", "does not stop when full": "expected"}
+
+
+@pytest.mark.parametrize("mistake", list(FILL_MUTANTS))
+def test_fill_batch_mutant_rejected(mistake):
+    rejected(ex.check_fill_batch, partial(fill, mistake=mistake), FILL_MUTANTS[mistake])
+
+
+def test_fill_batch_rounds_counted_and_shape_checked(capsys):
+    from utils.rl.loop import fill_batch
+    rejected(ex.check_fill_batch, fill_counts_rounds_from_one, "rounds used")
+    rejected(ex.check_fill_batch, lambda rr, G, n: [(0, 0)], "must return")
+    assert ex.check_fill_batch(fill) is fill and ex.check_fill_batch(fill_batch) is fill_batch
+    assert ex.check_fill_batch(stub) is fill_batch and "NOTE" in capsys.readouterr().out
+
+
+# Lab 07, exercise 3: the least-squares asymptote
+def asymptote(C, R, R0, C_mid, B, mistake=None):
+    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
+    s = 1.0 / (1.0 + ((C / C_mid) if mistake == "C over C_mid" else (C_mid / C)) ** B)
+    if mistake == "R0 not subtracted":
+        return float(s @ R / (s @ s))
+    if mistake == "mean ratio":
+        return float(R0 + np.mean((R - R0) / s))
+    if mistake == "the last point":
+        return float(R0 + (R[-1] - R0) / s[-1])
+    if mistake == "gain, not asymptote":
+        return float(s @ (R - R0) / (s @ s))
+    return float(R0 + s @ (R - R0) / (s @ s))
+
+
+FIT_MUTANTS = {m: "expected A" for m in ("C over C_mid", "R0 not subtracted", "mean ratio", "the last point",
+                                        "gain, not asymptote")}
+
+
+@pytest.mark.parametrize("mistake", list(FIT_MUTANTS))
+def test_best_asymptote_mutant_rejected(mistake):
+    rejected(ex.check_best_asymptote, partial(asymptote, mistake=mistake), FIT_MUTANTS[mistake])
+
+
+def test_best_asymptote_reference_right_version_and_stub(capsys):
+    from utils.eval.scaling import best_asymptote, fit_sigmoid
+    assert ex.check_best_asymptote(asymptote) is asymptote
+    assert ex.check_best_asymptote(stub) is best_asymptote and "NOTE" in capsys.readouterr().out
+    C, R = [100.0, 300.0, 1000.0, 3000.0], [0.35, 0.45, 0.55, 0.58]
+    assert fit_sigmoid(C, R, 0.3, best_A=asymptote) == fit_sigmoid(C, R, 0.3), "the learner's version plugs in"
+
+
 def test_every_check_has_mutants():
     """Each check in exercises.py is exercised by a mutant list above."""
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
-               "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights"}
+               "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
+               "check_sweet_spot", "check_fill_batch", "check_best_asymptote"}
     assert covered == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
-                                     LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS))
+                                     LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
+                                     FIT_MUTANTS))

@@ -303,3 +303,24 @@ def test_trace_inspector_widget():
     assert "<script>" not in out.value and "0.00" in row("outcome")
     prob.value = "478*356"
     assert "type a problem like" in out.value
+
+
+def test_scaling_table_by_hand_and_explorer_widget():
+    from utils.notebook.widgets import scaling_explorer, scaling_table
+
+    # R0 0.2, A 0.6, C_mid 1000, B 1: at C = 1000 half the gain (0.4); at 2000, 0.2 + 0.4 * 2/3
+    fits = {"small": {"A": 0.6, "C_mid": 1000.0, "B": 1.0, "R0": 0.2},
+            "flat": {"A": 0.3, "C_mid": 1000.0, "B": 1.0, "R0": 0.3}}
+    rows = scaling_table(fits, 1000, {"small": 500, "flat": 4000})
+    assert abs(rows["small"]["accuracy"] - 0.4) < 1e-9 and abs(rows["small"]["share_of_gain"] - 0.5) < 1e-9
+    assert abs(rows["small"]["gain_if_doubled"] - (0.2 + 0.4 * 2 / 3 - 0.4)) < 1e-9
+    assert rows["small"]["extrapolated"] and not rows["flat"]["extrapolated"]
+    assert rows["flat"]["gain_if_doubled"] == 0 and rows["flat"]["share_of_gain"] != rows["flat"]["share_of_gain"]
+    measured = {"small": ([64, 128, 500], [0.2, 0.25, 0.3]), "flat": ([64, 4000], [0.3, 0.3])}
+    box = scaling_explorer(fits, measured, default_model="flat", default_budget=1000)
+    model, budget = box.children[0].children
+    assert model.value == "flat" and budget.value == 1024 and isinstance(box.children[1], w.Output)
+    assert "small" in box.children[2].value and "<b>" not in box.children[2].value
+    budget.value = 4096   # redraws without error
+    model.value = "small"
+    assert "4096" in box.children[2].value
