@@ -145,3 +145,41 @@ def test_shipped_trace_model_leaves_room_for_rl(trace_model):
     assert 0.02 <= 1 - sum(j["well_formed"] for j in J) / len(J) <= 0.5    # some do not parse
     lengths = ro.completion_mask.sum(1).float()
     assert lengths.mean() > 20 and lengths.std() > 3 and not ro.truncated.any()
+
+
+# ---------------------------------------------------------------- Lab 07's sizes (data/trace_models)
+@pytest.mark.parametrize("size", sorted(utils.TRACE_SIZES))
+def test_shipped_sizes_are_what_the_script_builds(size):
+    """Each of Lab 07's models loads by name, has the family and shape SIZES gives it, and its build log has the
+    scratchpad recipe (TRACE_CONFIG) at that shape, stopped at the same valid pass@1 target."""
+    from utils.models.build_base_model import SIZES, TRACE_CONFIG
+    from utils.models.policy import load_policy
+
+    model, tok = load_policy(size)
+    spec = SIZES[size]
+    c = model.config
+    assert c.model_type == spec["arch"]
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) == \
+        (spec["n_layer"], spec["n_embd"], spec["n_head"])
+    with open(os.path.join(utils.TRACE_SIZES[size], "build_log.json")) as f:
+        log = json.load(f)
+    shape = {k: v for k, v in spec.items() if k != "arch"}
+    assert log["config"] == dict(TRACE_CONFIG, **shape) and log.get("arch", "gpt2") == spec["arch"]
+    assert log["log"][-1]["valid_pass@1"] >= TRACE_CONFIG["target_pass1"], "stopped at the target, as the others"
+
+
+def test_size_names_reach_the_build_script(tmp_path):
+    """`python -m utils.models.build_base_model size=NAME` builds SIZES[NAME]; an unknown name says which exist."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "utils.models.build_base_model", *a], cwd=root,  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
+    r = run("size=llama-4x128", f"out_dir={tmp_path}", "max_steps=1", "eval_every=1000", "batch_size=2")
+    assert r.returncode == 0, r.stderr[-2000:]
+    with open(tmp_path / "build_log.json") as f:
+        log = json.load(f)
+    assert log["arch"] == "llama" and log["config"]["n_embd"] == 128 and log["task"] == "scratchpad"
+    r = run("size=gpt2-huge", f"out_dir={tmp_path}")
+    assert r.returncode != 0 and "unknown size 'gpt2-huge'" in r.stderr and "gpt2-6x192" in r.stderr

@@ -20,3 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(ROOT, "data")
 BASE_MODEL_DIR = os.path.join(DATA_DIR, "base_model")
 TRACE_MODEL_DIR = os.path.join(DATA_DIR, "trace_model")  # the scratchpad task's model (Labs 06-07)
+# Lab 07's model sizes: the trace model's recipe at other depths and widths, and in a second family (Llama).
+# name -> folder; build_base_model.SIZES says how each is built. "gpt2-4x128" is the trace model itself.
+TRACE_SIZES_DIR = os.path.join(DATA_DIR, "trace_models")
+TRACE_SIZES = {"gpt2-3x96": os.path.join(TRACE_SIZES_DIR, "gpt2-3x96"), "gpt2-4x128": TRACE_MODEL_DIR,
+               "gpt2-6x192": os.path.join(TRACE_SIZES_DIR, "gpt2-6x192"),
+               "llama-4x128": os.path.join(TRACE_SIZES_DIR, "llama-4x128")}

@@ -3,6 +3,7 @@
     python -m utils.models.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
     python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
     python -m utils.models.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
+    python -m utils.models.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 
 Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
 OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
+from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.eval.metrics import evaluate
 from utils.models.policy import char_tokenizer
 
@@ -34,6 +35,13 @@ TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more posit
 )
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR)}
 ARCHS = ("gpt2", "llama")  # the second family, for comparisons across families (Lab 07)
+# Lab 07's sizes (folders in utils.TRACE_SIZES): the scratchpad recipe, stopped at the same valid pass@1, at
+# about 0.4, 1 and 3.4 times the trace model's parameters, and the trace model's size in the Llama family.
+# Heads are 32 wide throughout.
+SIZES = {"gpt2-3x96": dict(arch="gpt2", n_layer=3, n_head=3, n_embd=96),
+         "gpt2-4x128": dict(arch="gpt2", n_layer=4, n_head=4, n_embd=128),
+         "gpt2-6x192": dict(arch="gpt2", n_layer=6, n_head=6, n_embd=192),
+         "llama-4x128": dict(arch="llama", n_layer=4, n_head=4, n_embd=128)}
 
 
 def make_model(arch, cfg, tok, n_positions):
@@ -143,5 +151,11 @@ if __name__ == "__main__":
     import sys
 
     args = dict(a.split("=", 1) for a in sys.argv[1:])
+    if "size" in args:
+        size = args.pop("size")
+        if size not in SIZES:
+            raise SystemExit(f"unknown size {size!r}; allowed: {sorted(SIZES)}")
+        args = {"task": "scratchpad", "out_dir": TRACE_SIZES[size], **{k: str(v) for k, v in SIZES[size].items()},
+                **args}
     defaults = TASKS.get(args.get("task", "arithmetic"), (CONFIG,))[0]
     build(**{k: type(defaults[k])(v) if k in defaults else v for k, v in args.items()})  # out_dir, task, arch: str

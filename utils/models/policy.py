@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR
+from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.models import decode
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
@@ -55,7 +55,8 @@ def _hub_reachable(timeout=3.0):
 
 def load_policy(name=SHIPPED, device="cpu"):
     """(model, tokenizer) for a shipped model ('rlvr-base': the arithmetic task's; 'rlvr-trace': the
-    scratchpad task's), a local path or a hub name.
+    scratchpad task's; a name of utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path
+    or a hub name.
 
     A hub name is looked up in the local cache first; if it is not there and the hub cannot be
     reached, this fails at once with an error that points to the shipped model. The tokenizer
@@ -63,7 +64,8 @@ def load_policy(name=SHIPPED, device="cpu"):
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad")}
+    shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad")} | {
+        size: (path, f" size={size}") for size, path in TRACE_SIZES.items()}
     path = shipped[name][0] if name in shipped else name
     if name in shipped and not os.path.exists(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"the shipped model {name!r} is missing from {path}; rebuild it with "
