@@ -2,7 +2,7 @@
 whether an easy-to-hard order helps, and how held-out accuracy grows with RL compute at four model sizes.
 Usage:
 
-    python benchmarks/lab07.py --part data      # curation, dynamic sampling, curriculum; seeds 0-2: ~10 min
+    python benchmarks/lab07.py --part data      # curation, dynamic sampling, curriculum; seeds 0-2: ~8 min
     python benchmarks/lab07.py --part scaling   # four models x 3 seeds, 80 steps each: ~20 min
     python benchmarks/lab07.py --part data --seeds 0 --steps 6   # a quick look (not written to the results)
 
