@@ -3,7 +3,7 @@ whether an easy-to-hard order helps, and how held-out accuracy grows with RL com
 Usage:
 
     python benchmarks/lab07.py --part data      # curation, dynamic sampling, curriculum; seeds 0-2: ~8 min
-    python benchmarks/lab07.py --part scaling   # four models x 3 seeds, 80 steps each: ~20 min
+    python benchmarks/lab07.py --part scaling   # four models x 3 seeds, 80 steps each: ~16 min
     python benchmarks/lab07.py --part data --seeds 0 --steps 6   # a quick look (not written to the results)
 
 Every run trains a shipped scratchpad model with GRPO on the outcome reward (utils.eval.trace_runs.
