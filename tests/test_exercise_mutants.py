@@ -779,6 +779,8 @@ def test_best_asymptote_mutant_rejected(mistake):
 def test_best_asymptote_reference_right_version_and_stub(capsys):
     from utils.eval.scaling import best_asymptote, fit_sigmoid
     assert ex.check_best_asymptote(asymptote) is asymptote
+    for wrong in (None, [0.5, 0.6], "A"):
+        rejected(ex.check_best_asymptote, lambda *a, w=wrong: w, "return one number")
     assert ex.check_best_asymptote(stub) is best_asymptote and "NOTE" in capsys.readouterr().out
     C, R = [100.0, 300.0, 1000.0, 3000.0], [0.35, 0.45, 0.55, 0.58]
     assert fit_sigmoid(C, R, 0.3, best_A=asymptote) == fit_sigmoid(C, R, 0.3), "the learner's version plugs in"

@@ -92,3 +92,14 @@ def test_train_on_traces_tiny_run_is_seeded(trace_model):
         [h["reward_mean"] for h in two["history"]]
     assert one["config"]["max_new_tokens"] == 24 and len(one["history"]) == 2
     assert one["model"] is not base and "truncated_frac" in one["history"][0]
+
+
+def test_heldout_curve_by_hand():
+    from utils.eval.trace_runs import heldout_curve
+    hist = [{"completions_sampled": 64, "heldout_pass@1": None, "train_seconds": 1.0},
+            {"completions_sampled": 128, "heldout_pass@1": 0.4, "train_seconds": 2.5},
+            {"completions_sampled": 64, "heldout_pass@1": 0.5, "train_seconds": 3.0}]
+    assert heldout_curve(hist, 0.3) == ((0, 192, 256), (0.3, 0.4, 0.5))
+    assert heldout_curve(hist, 0.3, x="seconds") == ((0, 2.5, 3.0), (0.3, 0.4, 0.5))
+    with pytest.raises(ValueError, match="x='steps'"):
+        heldout_curve(hist, 0.3, x="steps")

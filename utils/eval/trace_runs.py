@@ -6,6 +6,7 @@ is one of the benchmark's.
     min_cap          the fewest new tokens that hold the shortest right trace of some problems (+ EOS)
     check_cap        ValueError naming GRPOConfig.max_new_tokens when the cap cannot hold any right trace
     train_on_traces  a fresh trace model trained with GRPO on one reward, with its history and final numbers
+    heldout_curve    a run's held-out pass@1 against completions sampled (or training seconds), from the base model
 """
 import time
 from dataclasses import asdict
@@ -114,3 +115,17 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     seconds = time.time() - t
     final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)
     return {"config": asdict(cfg), "seconds": seconds, "history": hist, "final": final, "model": model}
+
+
+def heldout_curve(history, start, x="completions"):
+    """(xs, pass@1s) at each held-out evaluation of a train_grpo history, starting from (0, start), the base
+    model's pass@1. x: "completions" (completions sampled so far, dynamic sampling's extra rounds included) or
+    "seconds" (training time so far, evaluation excluded)."""
+    if x not in ("completions", "seconds"):
+        raise ValueError(f"heldout_curve: x={x!r} must be 'completions' or 'seconds'")
+    pts, sampled = [(0, start)], 0
+    for h in history:
+        sampled += h["completions_sampled"]
+        if h.get("heldout_pass@1") is not None:
+            pts.append((sampled if x == "completions" else h["train_seconds"], h["heldout_pass@1"]))
+    return tuple(zip(*pts))

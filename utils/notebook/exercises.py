@@ -901,9 +901,14 @@ def check_best_asymptote(fn):
     for C, R, R0, C_mid, B, what in FIT_CASES:
         want = best_asymptote(C, R, R0, C_mid, B)
         got = fn(np.array(C), np.array(R), R0, C_mid, B)
-        if got is None or not np.isfinite(float(got)) or abs(float(got) - want) > 1e-6:
+        try:
+            float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(f"my_best_asymptote on {what} returned {got!r:.80}; return one number, the "
+                                f"asymptote A") from None
+        if not np.isfinite(float(got)) or abs(float(got) - want) > 1e-6:
             err = lambda A: float(np.sum((sigmoid(C, A, C_mid, B, R0) - np.array(R)) ** 2))  # noqa: E731
-            extra = "" if got is None or not np.isfinite(float(got)) else (
+            extra = "" if not np.isfinite(float(got)) else (
                 f" (squared error {err(float(got)):.5f} vs {err(want):.5f} at the best A)")
             raise ExerciseError(f"my_best_asymptote on {what}: C={C}, R={R}, R0={R0}, C_mid={C_mid}, B={B}\n"
                                 f"  expected A = {want:.6f}\n  got        {got!r}{extra}\nHint: with "

@@ -94,10 +94,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         rec = step_record(step + 1, rewards, ro, loss, stats, ent, cfg, right) | drawn | heldout_keys(eval_sets,
                                                                                                    eval_rewards)
         sampled += rec["completions_sampled"]
-        out_of_time = (cfg.max_seconds and time.time() - t0 >= cfg.max_seconds) or \
+        out_of_budget = (cfg.max_seconds and time.time() - t0 >= cfg.max_seconds) or \
             (cfg.max_completions and sampled >= cfg.max_completions)
         rec["train_seconds"] = time.time() - t0 - eval_time
-        if step + 1 == cfg.steps or out_of_time or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
+        if step + 1 == cfg.steps or out_of_budget or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
             t_eval = time.time()
             rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
                                        cfg.temperature, cfg.max_new_tokens, correct_fn))
@@ -107,7 +107,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             rec.update(callback(policy, rec) or {})
         history.append(rec)
         bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
-        if out_of_time:
+        if out_of_budget:
             break
     bar.close()
     return history
