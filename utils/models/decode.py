@@ -29,6 +29,7 @@ def supports(model):
         and not getattr(cfg, "scale_attn_by_inverse_layer_idx", False)
         and not getattr(cfg, "reorder_and_upcast_attn", False)
         and getattr(cfg, "activation_function", "") in ("gelu_new", "gelu_pytorch_tanh", "gelu")
+        and not any(hasattr(m, "lora_A") for m in model.modules())  # a LoRA adapter (Lab 08) lives in its layers
     )
 
 

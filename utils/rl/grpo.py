@@ -151,6 +151,9 @@ class GRPOConfig:
     # prompts until the batch is full or max_sampling_rounds batches have been sampled in the step
     dynamic_sampling: bool = False
     max_sampling_rounds: int = 4
+    # DAPO's overlong filtering (arXiv 2503.14476): completions cut off by max_new_tokens still count in their
+    # group's advantages but are left out of the loss, so the model is not pushed away from a right start
+    mask_truncated: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -192,8 +195,9 @@ class GRPOConfig:
             bad("eval_n", "must be an integer >= 1")
         if not isinstance(self.eval_every, int) or self.eval_every < 0:
             bad("eval_every", "must be an integer >= 0 (0 = never)")
-        if not isinstance(self.dynamic_sampling, bool):
-            bad("dynamic_sampling", "must be True or False")
+        for name in ("dynamic_sampling", "mask_truncated", "scale_std", "track_kl"):
+            if not isinstance(getattr(self, name), bool):
+                bad(name, "must be True or False")
         if not isinstance(self.max_sampling_rounds, int) or isinstance(self.max_sampling_rounds, bool) \
                 or self.max_sampling_rounds < 1:
             bad("max_sampling_rounds", "must be an integer >= 1 (batches sampled per step at most)")

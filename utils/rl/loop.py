@@ -190,10 +190,15 @@ def reference_logprobs(ref, ro, cfg):
 def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     """One optimizer step on rollout `ro` with advantages adv [N]. Returns (loss, stats, entropy [N, T]).
     With cfg.top_entropy_frac < 1 the loss sees only the highest-entropy tokens; with cfg.entropy_coef
-    > 0 it gets an entropy bonus. stats (loss_stats) are measured on the tokens the loss used."""
+    > 0 it gets an entropy bonus; with cfg.mask_truncated the truncated completions are left out of the
+    loss (their rows of the mask are zeroed; they still count in the group's advantages).
+    stats (loss_stats) are measured on the tokens the loss used."""
     logp, ent = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
                                     cfg.temperature, entropy_grad=cfg.entropy_coef > 0)  # [N, T] each
-    mask = high_entropy_mask(ent.detach(), ro.completion_mask, cfg.top_entropy_frac)    # [N, T]
+    mask = ro.completion_mask                                                            # [N, T]
+    if cfg.mask_truncated and getattr(ro, "truncated", None) is not None:  # overlong filtering: cut rows out
+        mask = mask * (~ro.truncated).to(mask.dtype)[:, None]
+    mask = high_entropy_mask(ent.detach(), mask, cfg.top_entropy_frac)                  # [N, T]
     loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
                    cfg.loss_type, cfg.max_new_tokens)
     if cfg.entropy_coef > 0:
