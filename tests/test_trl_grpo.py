@@ -62,3 +62,32 @@ def test_train_with_trl_smoke(shipped):
     assert 0.0 <= hist[-1]["heldout_pass@1"] <= 1.0  # evaluated at the last step
     assert trainer.state.global_step == 2
     assert not policy.training
+
+
+def test_train_with_trl_lora_trains_only_the_adapter(shipped):
+    """Lab 08's path: a LoRA adapter through GRPOTrainer. The base weights stay as they were, the adapter moves,
+    and sampling afterwards goes through the adapter (the lean GPT-2 decoder would skip it)."""
+    import torch
+    from peft import LoraConfig
+
+    from utils.models import decode
+    from utils.models.policy import sample
+
+    model, tok = shipped
+    policy = copy.deepcopy(model)
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    cfg = GRPOConfig(steps=2, batch_size=16, group_size=4, lr=1e-2, eval_every=0, eval_n=8)
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    hist, trainer = train_with_trl(policy, tok, load_split("train", n=64), strict_reward, cfg, progress=False,
+                                   peft_config=lora)
+    assert len(hist) == 2
+    after = trainer.model.state_dict()
+    adapter = [k for k in after if "lora_" in k]
+    assert adapter                                                       # the adapter is in the state dict
+    base_keys = {k.replace("base_model.model.", "").replace(".base_layer", ""): k for k in after if "lora_" not in k}
+    for name, v in before.items():
+        assert torch.equal(after[base_keys[name]], v), name           # base weights untouched
+    assert any(not torch.all(after[k] == 0) for k in adapter if "lora_B" in k)  # B starts at 0 and moved
+    assert not decode.supports(trainer.model.base_model.model)           # the lean decoder steps aside
+    ro = sample(trainer.model, tok, ["12+34="], k=2, max_new_tokens=4, generator=torch.Generator().manual_seed(0))
+    assert len(ro.texts) == 2

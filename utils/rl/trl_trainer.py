@@ -11,7 +11,7 @@ default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against
   importance_sampling_level = "token" [token]: a ratio per token, not GSPO's one per sequence
   use_bias_correction_kl = False [True]: True multiplies the k3 KL by pi/pi_old,
       which changes the loss off-policy and the gradient always when beta > 0; ours is plain k3
-  mask_truncated_completions = False [False]; off_policy_mask_threshold = None [None]
+  mask_truncated_completions = mask_truncated [False]; off_policy_mask_threshold = None [None]
   top_entropy_quantile = top_entropy_frac [1.0]; entropy_coef = entropy_coef [0.0]; use_adaptive_entropy
       = False [False]; use_vllm = False [False], so the vLLM importance-sampling correction [True] is off
   scale_rewards = "group" or "none" [group]; multi_objective_aggregation = "sum_then_normalize" [same];
@@ -40,39 +40,105 @@ TRL_KEYS = {
     "reward": "reward_mean", "reward_std": "reward_std", "frac_reward_zero_std": "zero_spread_frac",
     "entropy": "entropy", "kl": "kl", "clip_ratio/region_mean": "clip_frac",
     "completions/mean_length": "completion_len", "completions/clipped_ratio": "truncated_frac", "loss": "loss",
+    "grad_norm": "grad_norm",
 }
 
 
-def to_trl_config(cfg: GRPOConfig, output_dir):
-    """A trl.GRPOConfig with the same hyper-parameters and loss as our config, for the CPU (see the
-    module docstring for each loss option and TRL's default)."""
+def _steps(cfg):
+    """Optimizer steps for TRL: our steps (or fewer under a completions budget) times the updates per batch."""
+    steps = min(cfg.steps, -(-cfg.max_completions // cfg.batch_size)) if cfg.max_completions else cfg.steps
+    return steps * cfg.updates_per_batch
+
+
+# The knob map (Lab 08): each concept of the course, our GRPOConfig field (or train_grpo argument), the
+# trl.GRPOConfig field that implements it (None: TRL has none), the lab that teaches it, and how our value
+# becomes TRL's. to_trl_config is built from this table, so the table Lab 08 shows is the mapping in use.
+KNOBS = [
+    # concept, ours, trl, lab, our value -> TRL's, note
+    ("group size G", "group_size", "num_generations", "01", lambda c: c.group_size, ""),
+    ("completions per step", "batch_size", "per_device_train_batch_size", "01",
+     lambda c: c.batch_size // world_size(), "TRL's is per process: ours / processes (x gradient_accumulation_steps)"),
+    ("training steps", "steps", "max_steps", "01", _steps, "TRL counts optimizer steps: steps x updates_per_batch"),
+    ("compute budget in completions", "max_completions", "max_steps", "07", _steps,
+     "TRL has no completion budget: it becomes a step count"),
+    ("learning rate", "lr", "learning_rate", "01", lambda c: c.lr, "constant after warm-up, as ours"),
+    ("warm-up steps", "warmup_steps", "warmup_steps", "01", lambda c: c.warmup_steps, ""),
+    ("sampling temperature", "temperature", "temperature", "01", lambda c: c.temperature, ""),
+    ("completion cap", "max_new_tokens", "max_completion_length", "06", lambda c: c.max_new_tokens, ""),
+    ("clip range (low)", "eps_low", "epsilon", "01", lambda c: c.eps_low, ""),
+    ("clip-higher", "eps_high", "epsilon_high", "04", lambda c: c.eps_high, "DAPO, arXiv 2503.14476"),
+    ("KL penalty", "beta", "beta", "01", lambda c: c.beta, "TRL logs the KL only when beta > 0"),
+    ("loss aggregation", "loss_type", "loss_type", "06", lambda c: c.loss_type, "grpo, dapo, dr_grpo"),
+    ("std scaling of advantages", "scale_std", "scale_rewards", "06",
+     lambda c: "group" if c.scale_std else "none", "Dr. GRPO turns it off (arXiv 2503.20783)"),
+    ("several updates per batch", "updates_per_batch", "num_iterations", "01", lambda c: c.updates_per_batch, ""),
+    ("entropy bonus", "entropy_coef", "entropy_coef", "04", lambda c: c.entropy_coef, ""),
+    ("train on high-entropy tokens", "top_entropy_frac", "top_entropy_quantile", "04",
+     lambda c: c.top_entropy_frac, "arXiv 2506.01939; TRL still divides by all tokens"),
+    ("truncation masking", "mask_truncated", "mask_truncated_completions", "06", lambda c: c.mask_truncated,
+     "DAPO's overlong filtering"),
+    ("gradient clipping", "max_grad_norm", "max_grad_norm", "01", lambda c: c.max_grad_norm, ""),
+    ("seed", "seed", "seed", "01", lambda c: c.seed, "data_seed too"),
+    ("dynamic sampling", "dynamic_sampling", None, "07", None,
+     "no field: TRL trains every group; filter prompts by pass rate (Lab 07) instead"),
+    ("baseline", "baseline", None, "03", None, "TRL has the group mean only"),
+    ("curriculum", "train_grpo(pools=)", None, "07", None, "no field: TRL shuffles; order the dataset yourself"),
+    ("the reward functions", "reward_fn", "GRPOTrainer(reward_funcs=)", "02", None,
+     "a trainer argument, same signature; several are summed with reward_weights"),
+    ("LoRA adapter", "peft_config", "GRPOTrainer(peft_config=)", "08", None, "a trainer argument (peft)"),
+]
+KNOB_MAP = [dict(zip(("concept", "ours", "trl", "lab", "to_trl", "note"), k)) for k in KNOBS]
+
+# Set the same way for every run: TRL's default in the comment where it differs (see the module docstring).
+FIXED = dict(
+    gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
+    lr_scheduler_type="constant_with_warmup", weight_decay=0.0,
+    top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,  # plain temperature sampling, as ours
+    delta=None, importance_sampling_level="token",  # PPO's one-sided clip of a per-token ratio, as ours
+    use_bias_correction_kl=False,  # ours is plain k3 KL; TRL's default [True] weights it by pi/pi_old
+    sync_ref_model=False, off_policy_mask_threshold=None, use_adaptive_entropy=False,
+    use_vllm=False,  # so no vLLM importance-sampling correction either
+    multi_objective_aggregation="sum_then_normalize",
+    bf16=False, fp16=False, report_to="none", logging_steps=1, save_strategy="no",
+    disable_dropout=True, disable_tqdm=True,
+)
+
+
+def knob_table():
+    """The knob map as rows {concept, ours, trl, lab, note} (Lab 08 shows it as a table)."""
+    return [{k: row[k] or "(none)" for k in ("concept", "ours", "trl", "lab", "note")} for row in KNOB_MAP]
+
+
+def world_size():
+    """How many processes train together: accelerate and torchrun set WORLD_SIZE in each (1 when unset)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def trl_kwargs(cfg: GRPOConfig):
+    """{trl.GRPOConfig field: value} for our config, from KNOB_MAP (first row wins for a shared field)."""
+    out = {}
+    for row in KNOB_MAP:
+        if row["to_trl"] is not None:
+            out.setdefault(row["trl"], row["to_trl"](cfg))
+    return out
+
+
+def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True):
+    """A trl.GRPOConfig with the same hyper-parameters and loss as our config: the mapped fields of KNOB_MAP
+    plus FIXED (see the module docstring for each loss option and TRL's default). cfg.batch_size is the
+    global batch: with several processes (under accelerate or torchrun) each samples batch_size / world_size
+    completions and the gradients are averaged, so one step is the same step whatever the number of processes."""
     import trl
 
     cfg.validate()
+    from utils.rl.launch import check_split
+
+    check_split(cfg, world_size())
     if cfg.dynamic_sampling:
         raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
                          "samples); set it to False for train_with_trl, or filter the dataset to prompts the model "
                          "solves sometimes")
-    steps = min(cfg.steps, -(-cfg.max_completions // cfg.batch_size)) if cfg.max_completions else cfg.steps
-    return trl.GRPOConfig(
-        output_dir=output_dir, max_steps=steps * cfg.updates_per_batch,  # TRL counts optimizer steps
-        per_device_train_batch_size=cfg.batch_size, num_generations=cfg.group_size, learning_rate=cfg.lr,
-        gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
-        lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
-        weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, temperature=cfg.temperature,
-        top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,  # plain temperature sampling, as ours
-        max_completion_length=cfg.max_new_tokens, epsilon=cfg.eps_low, epsilon_high=cfg.eps_high,
-        delta=None, importance_sampling_level="token",  # PPO's one-sided clip of a per-token ratio, as ours
-        beta=cfg.beta, loss_type=cfg.loss_type, num_iterations=cfg.updates_per_batch,
-        use_bias_correction_kl=False,  # ours is plain k3 KL; TRL's default weights it by pi/pi_old
-        sync_ref_model=False, mask_truncated_completions=False, off_policy_mask_threshold=None,
-        top_entropy_quantile=cfg.top_entropy_frac, entropy_coef=cfg.entropy_coef, use_adaptive_entropy=False,
-        use_vllm=False,  # so no vLLM importance-sampling correction either
-        scale_rewards="group" if cfg.scale_std else "none", multi_objective_aggregation="sum_then_normalize",
-        seed=cfg.seed, data_seed=cfg.seed,
-        use_cpu=True, bf16=False, fp16=False, report_to="none", logging_steps=1, save_strategy="no",
-        disable_dropout=True, disable_tqdm=True,
-    )
+    return trl.GRPOConfig(output_dir=output_dir, **trl_kwargs(cfg), data_seed=cfg.seed, use_cpu=use_cpu, **FIXED)
 
 
 def positions_from_mask(model):
@@ -94,10 +160,13 @@ def positions_from_mask(model):
 
 
 def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig, eval_prompts=None,
-                   eval_answers=None, progress=True, eval_rewards=None, eval_sets=None, correct_fn=None):
+                   eval_answers=None, progress=True, eval_rewards=None, eval_sets=None, correct_fn=None,
+                   peft_config=None, use_cpu=True):
     """Train `policy` in place with trl.GRPOTrainer. train_dataset needs columns prompt and answer; TRL
     passes its other columns to reward_fn as keyword arguments. correct_fn judges the held-out pass@1
-    (default: the strict arithmetic verifier), as in train_grpo.
+    (default: the strict arithmetic verifier), as in train_grpo. peft_config (a peft.LoraConfig) trains a
+    LoRA adapter instead of every weight: TRL wraps the policy in place and its reference is the policy with
+    the adapter switched off, so no second copy is kept (Lab 08). use_cpu=False lets TRL use a GPU.
 
     Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's, the
     held-out numbers from the same heldout_metrics (every cfg.eval_every steps and at the end).
@@ -116,8 +185,8 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     class Recorder(TrainerCallback):
         def on_train_begin(self, args, state, control, **kw):
             t0[0] = time.time()
-            self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", disable=not progress,
-                            mininterval=1.0)  # few widget messages, see loop.py
+            self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", mininterval=1.0,  # one bar, on rank 0
+                            disable=not progress or not state.is_world_process_zero)  # few widget messages, see loop.py
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "reward" not in logs:
@@ -145,9 +214,9 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
 
     with tempfile.TemporaryDirectory() as out:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=to_trl_config(cfg, out),
+        trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=to_trl_config(cfg, out, use_cpu),
                                   train_dataset=train_dataset, processing_class=tokenizer,
-                                  callbacks=[Recorder()])
+                                  callbacks=[Recorder()], peft_config=peft_config)
         for cb in (PrinterCallback, ProgressCallback):  # our Recorder shows one progress bar instead
             trainer.remove_callback(cb)
         models = {id(m): m for m in (trainer.model, getattr(trainer, "ref_model", None)) if m is not None}
