@@ -1,0 +1,78 @@
+"""utils.rl.launch: GRPO through TRL on 2 processes (accelerate, gloo on the CPU) trains the same weights on both
+ranks and the same weights as 1 process with the same global batch; a different batch does not (the control
+that shows the tolerance can fail). About 50 s on 2 cores."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from utils.rl.launch import InvariantSampler, launch_command, parse
+
+
+def run(tmp_path, name, **kw):
+    out = tmp_path / name
+    args = [f"{k}={v}" for k, v in {"steps": 3, "batch_size": 32, "n_train": 256, **kw, "out": out}.items()]
+    p = subprocess.run([sys.executable, "-m", "utils.rl.launch", *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    from safetensors.torch import load_file
+    ranks = sorted(out.glob("rank*.safetensors"))
+    return [load_file(str(r)) for r in ranks], json.loads((out / "result.json").read_text())
+
+
+def norm(a, b):
+    return sum(((a[k] - b[k]) ** 2).sum() for k in a).sqrt().item()
+
+
+@pytest.mark.slow
+def test_two_processes_match_one(tmp_path, shipped):
+    base = {k: v.detach().clone() for k, v in shipped[0].state_dict().items() if v.is_floating_point()}
+    (w2a, w2b), r2 = run(tmp_path, "two", processes=2)
+    (w1,), r1 = run(tmp_path, "one", processes=1)
+    (w_half,), _ = run(tmp_path, "half", processes=1, batch_size=16)
+    assert r2["world_size"] == 2 and r2["per_process_batch"] == 16 and r1["world_size"] == 1
+    assert set(w2a) == set(base)
+    assert norm(w2a, w2b) == 0.0                          # both ranks hold the same weights
+    update = norm(w1, base)
+    assert update > 0.1                                   # it trained
+    assert norm(w2a, w1) <= 0.01 * update, (norm(w2a, w1), update)   # same global batch: same step
+    assert norm(w_half, w1) >= 0.1 * update               # a different batch is a different step
+    assert [h["reward_mean"] for h in r2["history"]] == [h["reward_mean"] for h in r1["history"]]
+
+
+def test_invariant_sampler_is_softmax_and_split_free():
+    torch.manual_seed(0)
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    T = 0.7
+    counts = torch.zeros(4)
+    for seed in range(4000):
+        s = InvariantSampler(seed, group_size=4, temperature=T)
+        counts[s(torch.tensor([[5, 6]]), logits).argmax()] += 1
+    assert torch.allclose(counts / 4000, torch.softmax(logits[0] / T, 0), atol=0.03)
+    ids, scores = torch.randint(0, 9, (8, 3)), torch.randn(8, 10)   # 2 groups of 4
+    whole = InvariantSampler(1, 4, 1.0, row_offset=0)(ids, scores).argmax(1)
+    top = InvariantSampler(1, 4, 1.0, row_offset=0)(ids[:4], scores[:4]).argmax(1)
+    bottom = InvariantSampler(1, 4, 1.0, row_offset=4)(ids[4:], scores[4:]).argmax(1)
+    assert torch.equal(whole, torch.cat([top, bottom]))            # split in two: the same samples
+    out = InvariantSampler(1, 4, 1.0)(ids, scores)
+    assert ((out == 0).sum(1) == 1).all() and torch.isinf(out).sum() == 8 * 9
+
+
+def test_parse_and_command():
+    a = parse(["processes=2", "steps=5", "lr=1e-3"])
+    assert (a["processes"], a["steps"], a["lr"]) == (2, 5, 1e-3)
+    cmd = launch_command(a)
+    assert cmd[cmd.index("--num_processes") + 1] == "2" and "utils.rl.launch" in cmd and "steps=5" in cmd
+    for bad, msg in [(["steps"], "key=value"), (["epochs=3"], "key=value"), (["steps=two"], "whole number"),
+                     (["processes=0"], ">= 1"), (["sampling=greedy"], "invariant"), (["device=tpu"], "cpu")]:
+        with pytest.raises(ValueError, match=msg):
+            parse(bad)
+
+
+def test_clear_errors_from_the_command_line(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "utils.rl.launch", "processes=3", "batch_size=32", f"out={tmp_path}"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "batch_size=48" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, "-m", "utils.rl.launch", "group_size=1"], capture_output=True, text=True)
+    assert p.returncode != 0 and "GRPOConfig.group_size=1 is invalid" in p.stderr and "Traceback" not in p.stderr
