@@ -786,14 +786,51 @@ def test_best_asymptote_reference_right_version_and_stub(capsys):
     assert fit_sigmoid(C, R, 0.3, best_A=asymptote) == fit_sigmoid(C, R, 0.3), "the learner's version plugs in"
 
 
+# Lab 08: why isn't it learning?
+def diag(summary, mistake=None):
+    s = summary.get
+    out = []
+    zs, rm = s("zero_spread_frac"), s("reward_mean")
+    if zs is not None and (zs > 0.8 if mistake == "strict 0.8" else zs >= 0.8) and rm is not None:
+        out.append("no_signal_all_wrong" if (mistake == "ignores the reward" or rm < 0.5) else "no_signal_all_right")
+    tr = s("truncated_frac")
+    if mistake == "None not skipped" or tr is not None:
+        if (tr >= 0.1 if mistake == "truncated at 0.1" else tr > 0.1):
+            out.append("truncated")
+    kl = s("kl")
+    if kl is not None and (kl > 1e-4 if mistake == "kl reversed" else kl < 1e-4):
+        out.append("not_moving")
+    er = s("entropy_ratio")
+    if er is not None and er < 0.5:
+        out.append("collapsing")
+    return sorted(out) if mistake == "sorted, not in order" else out
+
+
+DIAG_MUTANTS = {"strict 0.8": "0.8 is already too many", "ignores the reward": "near 1",
+                "truncated at 0.1": "exactly 0.1", "kl reversed": "expected", "None not skipped": "None",
+                "sorted, not in order": "order"}
+
+
+@pytest.mark.parametrize("mistake", list(DIAG_MUTANTS))
+def test_diagnose_mutant_rejected(mistake):
+    rejected(ex.check_diagnose, partial(diag, mistake=mistake), DIAG_MUTANTS[mistake])
+
+
+def test_diagnose_reference_right_version_and_stub(capsys):
+    from utils.eval.health import diagnose
+    assert ex.check_diagnose(diag) is diag
+    assert ex.check_diagnose(diagnose) is diagnose
+    assert ex.check_diagnose(stub) is diagnose and "NOTE" in capsys.readouterr().out
+
+
 def test_every_check_has_mutants():
     """Each check in exercises.py is exercised by a mutant list above."""
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
                "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
-               "check_sweet_spot", "check_fill_batch", "check_best_asymptote"}
+               "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose"}
     assert covered == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
                                      LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
-                                     FIT_MUTANTS))
+                                     FIT_MUTANTS, DIAG_MUTANTS))

@@ -149,3 +149,31 @@ def test_health_check_flags_truncation_only_when_recorded_and_over_the_ceiling()
     partly = health_check([rec() | {"truncated_frac": 0.9}] * 9 + [rec()])   # the last step lacks it
     assert partly["ok"]
     assert health_check([rec()] * 5 + cut, truncated_ceiling=0.15)["ok"]
+
+
+def test_summarize_by_hand():
+    from utils.eval.health import summarize
+    hist = [{"reward_mean": r, "zero_spread_frac": z, "truncated_frac": None, "kl": k, "entropy": e}
+            for r, z, k, e in [(0.1, 0.5, 0.0, 2.0), (0.2, 0.4, 0.01, 2.0), (0.3, 0.3, 0.02, 1.0), (0.4, 0.2, None, 0.5)]]
+    s = summarize(hist, window=2)
+    assert abs(s["reward_mean"] - 0.35) < 1e-9 and abs(s["zero_spread_frac"] - 0.25) < 1e-9
+    assert s["truncated_frac"] is None and abs(s["kl"] - 0.02) < 1e-9   # None rows skipped
+    assert abs(s["entropy_ratio"] - 0.75 / 2.0) < 1e-9                   # last two over first two
+    with pytest.raises(ValueError, match="non-empty list"):
+        summarize([])
+
+
+def test_diagnose_rules_by_hand():
+    from utils.eval.health import DIAGNOSES, diagnose
+    ok = dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9)
+    assert diagnose(ok) == []
+    assert diagnose({**ok, "zero_spread_frac": 0.8, "reward_mean": 0.49}) == ["no_signal_all_wrong"]
+    assert diagnose({**ok, "zero_spread_frac": 0.8, "reward_mean": 0.5}) == ["no_signal_all_right"]
+    assert diagnose({**ok, "zero_spread_frac": 0.79, "reward_mean": 0.0}) == []
+    assert diagnose({**ok, "truncated_frac": 0.11}) == ["truncated"] and diagnose({**ok, "truncated_frac": 0.1}) == []
+    assert diagnose({**ok, "kl": 9e-5}) == ["not_moving"] and diagnose({**ok, "kl": 1e-4}) == []
+    assert diagnose({**ok, "entropy_ratio": 0.49}) == ["collapsing"]
+    assert diagnose({k: None for k in ok}) == []
+    every = diagnose(dict(reward_mean=0.0, zero_spread_frac=1.0, truncated_frac=1.0, kl=0.0, entropy_ratio=0.1))
+    assert every == ["no_signal_all_wrong", "truncated", "not_moving", "collapsing"]
+    assert set(every) | {"no_signal_all_right"} == set(DIAGNOSES)

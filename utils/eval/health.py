@@ -116,3 +116,62 @@ def fit_entropy_reward(entropy, reward):
         raise ValueError("all entropies are equal: the fit needs points at different entropies")
     slope, intercept = np.polyfit(x, r, 1)   # r = slope * x + intercept
     return float(-slope), float(intercept)
+
+
+# "Why isn't it learning?" (Lab 08): what a run's numbers say, and what to change. Thresholds, like the ones
+# above, are rules of thumb fixed before the lab's runs were seen.
+ZERO_SPREAD_CEILING = 0.8  # most groups score alike: little signal left
+KL_FLOOR = 1e-4            # nats per token: the policy has hardly moved from where it started
+DIAGNOSES = {  # name: (what you see, what to change), in the order diagnose() reports them
+    "no_signal_all_wrong": ("most groups all wrong: zero spread, reward near 0",
+                            "easier prompts (filter by pass rate, Lab 07), a larger group, a curriculum; "
+                            "and check the verifier reads the model's answer format (Lab 02)"),
+    "no_signal_all_right": ("most groups all right: zero spread, reward near 1",
+                            "harder prompts; and check the verifier does not pass everything (Lab 02)"),
+    "truncated": ("many completions stop at the length cap", "raise max_completion_length (or max_new_tokens), "
+                  "or mask truncated completions out of the loss (mask_truncated_completions)"),
+    "not_moving": ("KL to the reference stays near 0: the policy is not changing",
+                   "raise the learning rate; check the optimizer has trainable parameters (LoRA: the adapter)"),
+    "collapsing": ("entropy under half of where it started", "clip-higher, an entropy bonus or a lower learning "
+                   "rate (Lab 04); check pass@k, not only pass@1 (Lab 05)"),
+}
+
+
+def summarize(history, window=5):
+    """The numbers diagnose() reads, from a history (train_grpo's or train_with_trl's): the means over the last
+    `window` steps of reward_mean, zero_spread_frac, truncated_frac and kl (None where the run did not record
+    it), and entropy_ratio, the last window's mean entropy over the first window's."""
+    if not isinstance(history, (list, tuple)) or not history:
+        raise ValueError("history must be a non-empty list of per-step dicts (train_grpo's or train_with_trl's)")
+
+    def mean(key, rows):
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        return float(np.mean(vals)) if vals else None
+    last, first = history[-window:], history[:window]
+    out = {k: mean(k, last) for k in ("reward_mean", "zero_spread_frac", "truncated_frac", "kl")}
+    start, end = mean("entropy", first), mean("entropy", last)
+    out["entropy_ratio"] = end / start if start and end is not None else None
+    return out
+
+
+def diagnose(summary):
+    """The names of DIAGNOSES that a run's summary (summarize()) shows, in DIAGNOSES' order; [] for a healthy
+    run. A value that is None (not recorded) decides nothing. Rules:
+      zero_spread_frac >= ZERO_SPREAD_CEILING -> no_signal_all_wrong if reward_mean < 0.5, else no_signal_all_right
+      truncated_frac > TRUNCATED_CEILING      -> truncated
+      kl < KL_FLOOR                           -> not_moving
+      entropy_ratio < ENTROPY_RATIO           -> collapsing
+    A loss near 0 is not on the list: GRPO's advantages average to 0 in each group, so its loss sits near 0
+    in a healthy run too. Watch the reward, not the loss."""
+    s = lambda k: summary.get(k)  # noqa: E731
+    out = []
+    if s("zero_spread_frac") is not None and s("zero_spread_frac") >= ZERO_SPREAD_CEILING:
+        if s("reward_mean") is not None:
+            out.append("no_signal_all_wrong" if s("reward_mean") < 0.5 else "no_signal_all_right")
+    if s("truncated_frac") is not None and s("truncated_frac") > TRUNCATED_CEILING:
+        out.append("truncated")
+    if s("kl") is not None and s("kl") < KL_FLOOR:
+        out.append("not_moving")
+    if s("entropy_ratio") is not None and s("entropy_ratio") < ENTROPY_RATIO:
+        out.append("collapsing")
+    return out
