@@ -138,7 +138,30 @@ def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True):
         raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
                          "samples); set it to False for train_with_trl, or filter the dataset to prompts the model "
                          "solves sometimes")
+    if cfg.baseline != "mean":
+        raise ValueError(f"GRPOConfig.baseline={cfg.baseline!r} has no trl.GRPOConfig field (TRL's GRPOTrainer only "
+                         f"has the group mean); set GRPOConfig.baseline='mean' for train_with_trl")
     return trl.GRPOConfig(output_dir=output_dir, **trl_kwargs(cfg), data_seed=cfg.seed, use_cpu=use_cpu, **FIXED)
+
+
+def warn_if_too_big(policy, tokenizer, train_dataset, cfg, peft_config, grad_checkpointing, use_cpu):
+    """utils.models.memory's estimate of one step on this process, before TRL builds anything: a UserWarning
+    with the estimate and what to change when it exceeds the free memory (check_fits). Architectures the
+    estimate does not model are not checked. Returns the estimate, or None."""
+    import torch
+
+    from utils.models.memory import check_fits, estimate_memory
+
+    prompts = list(train_dataset["prompt"][:256])
+    prompt_len = max(len(ids) for ids in tokenizer(prompts)["input_ids"])
+    try:
+        est = estimate_memory(policy, cfg.batch_size // world_size(), prompt_len, cfg.max_new_tokens,
+                              lora_rank=getattr(peft_config, "r", 0) if peft_config is not None else 0,
+                              grad_checkpointing=bool(grad_checkpointing), logits="fused")
+    except ValueError:   # a model type the estimate does not model
+        return None
+    check_fits(est, device="cpu" if use_cpu or not torch.cuda.is_available() else "cuda")
+    return est
 
 
 def positions_from_mask(model):
@@ -176,8 +199,6 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
     cfg.validate()
-    if cfg.baseline != "mean":
-        raise ValueError("TRL's GRPOTrainer only has the mean baseline; set GRPOConfig.baseline='mean'")
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
     history = []
     t0 = [None]
@@ -214,7 +235,9 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
 
     with tempfile.TemporaryDirectory() as out:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=to_trl_config(cfg, out, use_cpu),
+        args = to_trl_config(cfg, out, use_cpu)
+        warn_if_too_big(policy, tokenizer, train_dataset, cfg, peft_config, args.gradient_checkpointing, use_cpu)
+        trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=args,
                                   train_dataset=train_dataset, processing_class=tokenizer,
                                   callbacks=[Recorder()], peft_config=peft_config)
         for cb in (PrinterCallback, ProgressCallback):  # our Recorder shows one progress bar instead
