@@ -183,3 +183,24 @@ def test_real_archs_have_model_type():
         assert arch["model_type"] in ("llama", "qwen2")
         d, _ = _dims(name)
         assert d["kv"] < d["hq"]   # both use grouped-query attention
+
+
+def test_available_ram_and_the_warning_before_training(shipped, monkeypatch):
+    """train_with_trl's check (warn_if_too_big): silent when the step fits, a warning with the estimate and what
+    to change when it does not, on this process's share of the batch."""
+    import utils.models.memory as memory
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.trl_trainer import warn_if_too_big
+    from utils.tasks.arithmetic import load_split
+
+    assert memory.available_ram() > 2**20
+    model, tok = shipped
+    ds, cfg = load_split("train", n=64), GRPOConfig(batch_size=16, group_size=8, max_new_tokens=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = warn_if_too_big(model, tok, ds, cfg, None, True, use_cpu=True)
+    prompt_len = max(len(tok(p)["input_ids"]) for p in ds["prompt"])
+    assert est == estimate_memory(model, 16, prompt_len, 8, grad_checkpointing=True)
+    monkeypatch.setattr(memory, "available_ram", lambda: est["total"] - 1)
+    with pytest.warns(UserWarning, match=r"estimated peak .* available on cpu: train a LoRA adapter"):
+        warn_if_too_big(model, tok, ds, cfg, None, True, use_cpu=True)

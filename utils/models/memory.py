@@ -241,20 +241,34 @@ def format_estimate(est):
     return "\n".join(rows)
 
 
+def available_ram():
+    """Bytes of RAM available to a new allocation: Linux's MemAvailable, else psutil's, else None."""
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        import psutil
+        return psutil.virtual_memory().available
+    except ImportError:
+        return None
+
+
 def check_fits(est, available_bytes=None, device="cpu"):
     """True if est['total'] fits in available_bytes (default: free RAM on cpu, free GPU memory on cuda);
     otherwise warns (UserWarning) with what to change, and returns False."""
+    where = "" if available_bytes is not None else f" on {device}"
     if available_bytes is None:
         if device == "cpu":
-            import psutil
-            available_bytes = psutil.virtual_memory().available
+            available_bytes = available_ram()
         elif str(device).startswith("cuda"):
             available_bytes = torch.cuda.mem_get_info(torch.device(device))[0]
         else:
             raise ValueError(f"device={device!r}: pass 'cpu', 'cuda' or available_bytes")
-    if est["total"] <= available_bytes:
+    if available_bytes is None or est["total"] <= available_bytes:   # unknown free memory: nothing to compare
         return True
-    warnings.warn(f"estimated peak {_size(est['total'])} > {_size(available_bytes)} available on {device}: "
+    warnings.warn(f"estimated peak {_size(est['total'])} > {_size(available_bytes)} available{where}: "
                   f"train a LoRA adapter (lora_rank=16) instead of every weight, use a smaller group_size or "
                   f"batch_size, shorter completions (max_new_tokens), or gradient checkpointing", UserWarning,
                   stacklevel=2)
