@@ -322,7 +322,9 @@ def train_with_trl_parts(a):
     """What decides a train_with_trl run, from its bound arguments `a` (every argument but `progress`)."""
     import trl
     return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
-            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["correct_fn"])
+            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["correct_fn"], a["use_cpu"],
+            # a LoRA run wraps the policy in place and the lab reads its trainer: run it, never load it
+            None if a["peft_config"] is None else object())
 
 
 def cached_train_with_trl(train_with_trl):

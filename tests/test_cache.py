@@ -230,3 +230,12 @@ def test_every_argument_of_a_trainer_but_progress_is_in_the_key(monkeypatch, tra
     monkeypatch.setattr(cache, "_probes", lambda *a: ())
     getattr(cache, f"{trainer}_parts")(Args())
     assert read | {"progress"} == set(inspect.signature(inspect.unwrap(fn)).parameters)
+
+
+def test_lora_runs_are_never_cached(on):
+    """A LoRA run wraps the policy in place and Lab 08 reads its trainer: it is computed every time."""
+    class Args(dict):
+        def __getitem__(self, k):
+            return self.get(k)
+    assert cache.key("train_with_trl", *cache.train_with_trl_parts(Args())) is not None
+    assert cache.key("train_with_trl", *cache.train_with_trl_parts(Args(peft_config="a LoraConfig"))) is None
