@@ -590,3 +590,25 @@ def test_reference_logprobs_only_when_needed(shipped):
     assert reference_logprobs(model, ro, GRPOConfig(track_kl=False)) is ro.logprobs   # KL term and record off
     ref = reference_logprobs(model, ro, GRPOConfig())                             # the sampler is the reference:
     assert torch.allclose(ref, ro.logprobs, atol=1e-5)                            # the same log-probs
+
+
+def test_mask_truncated_zeroes_the_loss_rows_of_truncated_completions(shipped):
+    """DAPO's overlong filtering: with mask_truncated the truncated rows leave the loss's mask (the other rows
+    keep theirs); without it every completion token is in."""
+    model, _ = shipped
+    ro = _rollout(shipped)
+    truncated = torch.zeros(ro.completion_ids.shape[0], dtype=torch.bool)
+    truncated[::3] = True                                     # rows 0, 3, 6, ... were cut at the cap
+    ro = dataclasses.replace(ro, truncated=truncated)
+    seen = []
+
+    def spy(logp, old_logp, ref_logp, adv, mask, *args):
+        seen.append(mask.clone())
+        return policy_loss(logp, old_logp, ref_logp, adv, mask, *args)
+
+    adv = torch.ones(ro.completion_ids.shape[0])
+    for on in (False, True):
+        _update(model, ro, adv, GRPOConfig(mask_truncated=on), loss_fn=spy)
+    assert torch.equal(seen[0], ro.completion_mask)
+    assert seen[1][truncated].sum() == 0
+    assert torch.equal(seen[1][~truncated], ro.completion_mask[~truncated])

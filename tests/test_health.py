@@ -154,7 +154,8 @@ def test_health_check_flags_truncation_only_when_recorded_and_over_the_ceiling()
 def test_summarize_by_hand():
     from utils.eval.health import summarize
     hist = [{"reward_mean": r, "zero_spread_frac": z, "truncated_frac": None, "kl": k, "entropy": e}
-            for r, z, k, e in [(0.1, 0.5, 0.0, 2.0), (0.2, 0.4, 0.01, 2.0), (0.3, 0.3, 0.02, 1.0), (0.4, 0.2, None, 0.5)]]
+            for r, z, k, e in [(0.1, 0.5, 0.0, 2.0), (0.2, 0.4, 0.01, 2.0), (0.3, 0.3, 0.02, 1.0),
+                               (0.4, 0.2, None, 0.5)]]
     s = summarize(hist, window=2)
     assert abs(s["reward_mean"] - 0.35) < 1e-9 and abs(s["zero_spread_frac"] - 0.25) < 1e-9
     assert s["truncated_frac"] is None and abs(s["kl"] - 0.02) < 1e-9   # None rows skipped
