@@ -1,5 +1,5 @@
 """utils.tasks.chat: a chat model's prompts and the extraction rule in front of the course's strong verifier."""
-from utils.tasks.chat import answer_line, chat_match, chat_prompts, chat_reward, has_chat_template
+from utils.tasks.chat import answer_line, chat_dataset, chat_match, chat_prompts, chat_reward, has_chat_template
 
 
 class ChatTok:
@@ -19,6 +19,14 @@ def test_prompts_unchanged_without_a_template(shipped):
 def test_prompts_in_the_template():
     out = chat_prompts(ChatTok(), ["12+34="])
     assert out == ["<user>Compute 12+34 Reply with one line: 'Answer: <the number>'.</user><assistant>"]
+
+
+def test_chat_dataset_keeps_the_other_columns(shipped):
+    from datasets import Dataset
+    ds = Dataset.from_dict({"prompt": ["12+34=", "5*6="], "answer": ["46", "30"]})
+    assert chat_dataset(shipped[1], ds) is ds     # no template: the very same dataset
+    out = chat_dataset(ChatTok(), ds)
+    assert out["prompt"] == chat_prompts(ChatTok(), ds["prompt"]) and out["answer"] == ["46", "30"]
 
 
 def test_answer_line_by_hand():

@@ -26,6 +26,14 @@ def chat_prompts(tokenizer, prompts, instruction=INSTRUCTION):
                                           tokenize=False, add_generation_prompt=True) for p in prompts]
 
 
+def chat_dataset(tokenizer, dataset):
+    """A datasets.Dataset with its prompt column through chat_prompts (its other columns kept, for the rewards);
+    the same dataset object when the tokenizer has no template."""
+    if not has_chat_template(tokenizer):
+        return dataset
+    return dataset.remove_columns("prompt").add_column("prompt", chat_prompts(tokenizer, dataset["prompt"]))
+
+
 def answer_line(text, max_chars=4096):
     """The text after the last 'Answer:' (case-insensitive) up to the end of that line, or the whole text when
     there is none (the shipped models write the number alone). Never raises: a non-string gives ''."""
