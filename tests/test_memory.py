@@ -103,12 +103,14 @@ def test_logits_and_kv_cache_terms():
 @pytest.mark.parametrize("family,attn,lora", [("gpt2", "sdpa", 0), ("gpt2", "eager", 0), ("llama", "sdpa", 0),
                                               ("llama", "eager", 0), ("llama", "sdpa", 4)])
 def test_layer_activations_match_autograd(family, attn, lora):
-    """The per-layer formula = the bytes autograd saves for one more block (weights excluded)."""
+    """The per-layer formula = the bytes autograd saves for one more block (weights excluded), per extra sequence
+    in the batch (so that what does not grow with the batch, such as a mask some transformers versions save once
+    per layer, is not counted: the estimate's activations are per token)."""
     from torch.autograd.graph import saved_tensors_hooks
 
-    B, L = 3, 7
+    L = 7
     saved = {}
-    for layers in (1, 2):
+    for layers, B in ((1, 3), (2, 3), (1, 6), (2, 6)):
         m = tiny_gpt2(n_layer=layers) if family == "gpt2" else tiny_llama(num_hidden_layers=layers)
         m.config._attn_implementation = attn
         if lora:
@@ -123,10 +125,11 @@ def test_layer_activations_match_autograd(family, attn, lora):
             return t
         with saved_tensors_hooks(pack, lambda t: t):
             m.base_model(torch.randint(0, 10, (B, L)), attention_mask=torch.ones(B, L, dtype=torch.long))
-        saved[layers] = sum(seen.values())
+        saved[layers, B] = sum(seen.values())
     d, _ = _dims(m.config)
     per_block = 4 if family == "gpt2" else 7
-    assert saved[2] - saved[1] == B * L * 4 * _layer_activations(d, L, lora, per_block if lora else 0)
+    one_block = {B: saved[2, B] - saved[1, B] for B in (3, 6)}
+    assert one_block[6] - one_block[3] == 3 * L * 4 * _layer_activations(d, L, lora, per_block if lora else 0)
 
 
 def test_totals_and_checkpointing():

@@ -39,7 +39,7 @@ def test_to_trl_config_validates(tmp_path):
 
 def test_median_baseline_rejected(shipped):
     model, tok = shipped
-    with pytest.raises(ValueError, match="mean baseline"):
+    with pytest.raises(ValueError, match="baseline=.median. has no trl.GRPOConfig field"):
         train_with_trl(model, tok, load_split("train", n=16), strict_reward,
                        GRPOConfig(steps=1, batch_size=16, group_size=4, baseline="median"))
 
