@@ -14,13 +14,13 @@ The memory estimate is measured by benchmarks/lab08_memory.py.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from utils.rl.launch import run  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 # the notebook's config for the broken runs (solutions/08_from_toy_to_real_model.ipynb checks it is the same):
@@ -38,9 +38,7 @@ def processes_part():
         row = {}
         for n in (1, 2):
             with tempfile.TemporaryDirectory() as out:
-                args = [f"{k}={v}" for k, v in {**PROCESS_ARGS, "processes": n, "seed": rep, "out": out}.items()]
-                subprocess.run([sys.executable, "-m", "utils.rl.launch", *args], check=True, cwd=ROOT)
-                r = json.load(open(os.path.join(out, "result.json")))
+                _, r = run(out, **PROCESS_ARGS, processes=n, seed=rep)
             row[n] = {"train_seconds": r["train_seconds"], "completions_per_second": r["completions_per_second"]}
         row["ratio_2_over_1"] = row[2]["completions_per_second"] / row[1]["completions_per_second"]
         rows.append(row)

@@ -33,5 +33,5 @@ def run_break(name, base, tok, train, cfg, progress=False):
 
     changes, reward, _ = BREAKS[name]
     history, _ = train_with_trl(copy.deepcopy(base), tok, train, reward or strict_reward, replace(cfg, **changes),
-                                progress=progress and name)
+                                progress=progress)
     return history

@@ -23,6 +23,7 @@ import sys
 
 import torch
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the course folder
 DEFAULTS = dict(processes=1, model="rlvr-base", steps=4, batch_size=32, group_size=8, lr=5e-4, max_new_tokens=8,
                 temperature=1.0, beta=0.0, loss_type="grpo", seed=0, n_train=512, lora=0, sampling="invariant",
                 device="cpu", out="build/launch")
@@ -60,14 +61,26 @@ def config(args):
                       track_kl=False)
 
 
-def check_split(cfg, processes):
-    """Raise a ValueError naming what to change when the global batch cannot be shared among the processes."""
-    if cfg.batch_size % processes:
-        ok = next(b for b in range(cfg.batch_size, cfg.batch_size + processes * cfg.group_size + 1)
-                  if b % processes == 0 and b % cfg.group_size == 0)
-        raise ValueError(f"GRPOConfig.batch_size={cfg.batch_size} completions cannot be shared among {processes} "
-                         f"processes: make it a multiple of both the process count and group_size "
-                         f"(e.g. batch_size={ok}), or launch with a process count that divides it")
+def run(out, timeout=600, **kw):
+    """Run `python -m utils.rl.launch key=value ... out=OUT` in a child process, the way you would from a shell
+    (it starts accelerate itself when processes > 1). Returns (weights, result): each rank's final weights
+    {name: tensor}, rank 0 first, and rank 0's result.json. A failed run raises RuntimeError with its error."""
+    from safetensors.torch import load_file
+
+    args = [f"{k}={v}" for k, v in {**kw, "out": out}.items()]
+    p = subprocess.run([sys.executable, "-m", "utils.rl.launch", *args], capture_output=True, text=True,
+                       timeout=timeout, cwd=ROOT)
+    if p.returncode:
+        raise RuntimeError(f"python -m utils.rl.launch {' '.join(args)} failed (exit {p.returncode}):\n"
+                           f"{p.stderr[-3000:]}")
+    with open(os.path.join(out, "result.json")) as f:
+        result = json.load(f)
+    return [load_file(os.path.join(out, f"rank{r}.safetensors")) for r in range(result["world_size"])], result
+
+
+def weight_distance(a, b):
+    """Euclidean distance between two sets of weights {name: tensor}, over a's names."""
+    return sum(((a[k].double() - b[k].double()) ** 2).sum() for k in a).sqrt().item()
 
 
 def launch_command(args):
@@ -161,6 +174,8 @@ def train(args):
 
 
 def main(argv):
+    from utils.rl.trl_trainer import check_split
+
     args = parse(argv)
     check_split(config(args), args["processes"])  # before any process starts
     if args["processes"] > 1 and "LOCAL_RANK" not in os.environ:  # not started by a launcher: start one

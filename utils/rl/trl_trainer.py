@@ -114,6 +114,16 @@ def world_size():
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def check_split(cfg, processes):
+    """Raise a ValueError naming what to change when the global batch cannot be shared among the processes."""
+    if cfg.batch_size % processes:
+        ok = next(b for b in range(cfg.batch_size, cfg.batch_size + processes * cfg.group_size + 1)
+                  if b % processes == 0 and b % cfg.group_size == 0)
+        raise ValueError(f"GRPOConfig.batch_size={cfg.batch_size} completions cannot be shared among {processes} "
+                         f"processes: make it a multiple of both the process count and group_size "
+                         f"(e.g. batch_size={ok}), or launch with a process count that divides it")
+
+
 def trl_kwargs(cfg: GRPOConfig):
     """{trl.GRPOConfig field: value} for our config, from KNOB_MAP (first row wins for a shared field)."""
     out = {}
@@ -131,8 +141,6 @@ def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True):
     import trl
 
     cfg.validate()
-    from utils.rl.launch import check_split
-
     check_split(cfg, world_size())
     if cfg.dynamic_sampling:
         raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
