@@ -23,13 +23,16 @@ that decides the result:
 - the global random states of Python and NumPy, which a reward function may read (torch's global
   state is not an input: both trainers seed it from the config);
 - the source of every file of the utils package that ran and the versions of torch, numpy,
-  transformers and trl (any change to the library or to them starts a fresh key).
+  transformers and trl (any change to the library or to them starts a fresh key);
+- torch's thread count: a CPU run's bits depend on it (a 15-step Lab 01 run ends in other weights at
+  1 thread than at 2), so a run computed in a 1-thread kernel is never handed to a 2-thread one.
 
 A hit restores every side effect the call had: the trained weights (loaded into the model passed
 in), the history (a callback's returned values are part of it; the callback is not called again)
 and the global random-number states after the call. Nothing is kept per step. Anything the key
 cannot fingerprint (an open file, a time limit) makes the call run uncached, never wrongly cached.
 """
+import contextlib
 import hashlib
 import io
 import os
@@ -137,8 +140,9 @@ def _update(h, obj, seen):
         h.update(f"module:{obj.__name__};".encode())
     elif isinstance(obj, (types.FunctionType, types.MethodType, types.CodeType)):
         _update_function(h, obj, seen)
-    elif type(obj).__module__.split(".")[0] in ("pandas", "datasets"):  # a DataFrame, a datasets.Dataset
-        _update(h, obj.to_dict() if hasattr(obj, "to_dict") else repr(obj), seen)
+    elif type(obj).__module__.split(".")[0] in ("pandas", "datasets"):  # a DataFrame, a datasets.Dataset or Column
+        # by its values: a Column's repr shows only its first five rows
+        _update(h, obj.to_dict() if hasattr(obj, "to_dict") else list(obj), seen)
     else:
         raise Uncacheable(f"cannot fingerprint a {type(obj).__name__}")
 
@@ -193,14 +197,17 @@ class Key(str):
     generators = ()
 
 
-def key(kind, *parts):
+def key(kind, *parts, global_rng=True):
     """The Key for a call of `kind` with these parts, or None when the cache is off or a part
-    cannot be fingerprinted."""
+    cannot be fingerprinted. global_rng=False leaves Python's and NumPy's global random states out (a call
+    that draws only from a generator of its own, as sampling does)."""
     if folder() is None:
         return None
     h, seen = hashlib.sha256(kind.encode() + _library_source()), _Seen()
+    h.update(f"threads={torch.get_num_threads()};".encode())
     try:
-        _update(h, (random.getstate(), np.random.get_state()), seen)
+        if global_rng:
+            _update(h, (random.getstate(), np.random.get_state()), seen)
         _update(h, parts, seen)
     except Uncacheable:
         return None
@@ -215,14 +222,17 @@ def _rng_states(k):
             "generators": gens}
 
 
-def load(k):
-    """The stored value for key k (None on a miss). Restores the random states the call left."""
+def load(k, restore_rng=True):
+    """The stored value for key k (None on a miss). Restores the random states the call left, unless
+    restore_rng=False (a call that leaves every global random state as it found it)."""
     if k is None:
         return None
     p = folder() / f"{k}.pt"
     if not p.exists():
         return None
     entry = torch.load(p, weights_only=False)
+    if not restore_rng:
+        return entry["value"]
     rng = entry["rng"]
     torch.set_rng_state(rng["torch"])
     np.random.set_state(rng["numpy"])
@@ -246,6 +256,29 @@ def save(k, value):
     tmp = d / f"{k}.{os.getpid()}.tmp"
     tmp.write_bytes(buf.getvalue())
     tmp.replace(d / f"{k}.pt")  # atomic: a reader never sees half a file
+
+
+@contextlib.contextmanager
+def computing(k):
+    """Hold key k's lock while looking it up and, on a miss, computing it: a second process that needs the
+    same run meanwhile (the suite runs notebooks on several workers) waits and then loads it, instead of
+    computing it a second time beside the first."""
+    if k is None:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # no file locks (Windows): at worst a run is computed twice
+        yield
+        return
+    d = folder()
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / f"{k}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # ------------------------------------------------------------------------- wrapping the trainers
@@ -293,16 +326,17 @@ def _cached(fn, kind, parts, label, with_trainer):
         a.apply_defaults()
         cfg, policy = a.arguments["cfg"], a.arguments["policy"]
         k = None if cfg.max_seconds else key(kind, *parts(a.arguments))
-        hit = load(k)
-        if hit is not None:
-            policy.load_state_dict(hit["state"])
-            policy.eval()
-            print(f"({label}, {cfg.steps} steps: the same run was computed earlier in this test session; "
-                  f"loaded from the run cache, {ENV})")
-            return (hit["history"], None) if with_trainer else hit["history"]
-        out = fn(*args, **kwargs)
-        save(k, {"state": _weights(policy), "history": out[0] if with_trainer else out})
-        return out
+        with computing(k):
+            hit = load(k)
+            if hit is not None:
+                policy.load_state_dict(hit["state"])
+                policy.eval()
+                print(f"({label}, {cfg.steps} steps: the same run was computed earlier in this test session; "
+                      f"loaded from the run cache, {ENV})")
+                return (hit["history"], None) if with_trainer else hit["history"]
+            out = fn(*args, **kwargs)
+            save(k, {"state": _weights(policy), "history": out[0] if with_trainer else out})
+            return out
     return wrapper
 
 
@@ -332,8 +366,38 @@ def cached_train_with_trl(train_with_trl):
     return _cached(train_with_trl, "train_with_trl", train_with_trl_parts, "TRL GRPO", with_trainer=True)
 
 
+def cached_sample_in_batches(sample_in_batches):
+    """utils.eval.metrics.sample_in_batches, the one sampling path of every evaluation, with the run cache
+    around it: the second pass of a notebook in the same environment takes its evaluations' samples from
+    the first instead of sampling them again. Keyed by every argument (the model by its weights; the
+    samples come from a generator seeded by `seed`, so the global random states are not an input and are
+    left as they are). A miss yields the batches as they are sampled and stores them once all are drawn;
+    a caller that stops early stores nothing."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(sample_in_batches)
+
+    @functools.wraps(sample_in_batches)
+    def wrapper(*args, **kwargs):
+        a = sig.bind(*args, **kwargs)
+        a.apply_defaults()
+        k = key("sample_in_batches", *a.arguments.values(), global_rng=False)
+        hit = load(k, restore_rng=False)
+        if hit is not None:
+            yield from hit
+            return
+        out = []
+        for item in sample_in_batches(*args, **kwargs):
+            out.append(item)
+            yield item
+        save(k, out)
+    return wrapper
+
+
 WRAPS = {"utils.rl.loop": ("train_grpo", cached_train_grpo),
-         "utils.rl.trl_trainer": ("train_with_trl", cached_train_with_trl)}
+         "utils.rl.trl_trainer": ("train_with_trl", cached_train_with_trl),
+         "utils.eval.metrics": ("sample_in_batches", cached_sample_in_batches)}
 
 
 class _WrapOnImport:

@@ -148,7 +148,7 @@ def test_train_grpo_hit_is_the_computed_run(on, shipped, train, capsys):
     assert all(torch.equal(runs[0][1][n], runs[1][1][n]) for n in runs[0][1])
     assert torch.equal(runs[0][2], runs[1][2]) and runs[0][3:] == runs[1][3:]  # every global stream continues alike
     # nothing per step is kept: one entry, about one copy of the weights
-    (entry,) = on.iterdir()
+    (entry,) = on.glob("*.pt")
     weights = sum(v.numel() * v.element_size() for v in model.state_dict().values())
     assert entry.stat().st_size < 1.5 * weights
 
@@ -176,11 +176,13 @@ def test_install_wraps_the_trainers_on_import(monkeypatch):
             "m = u.module_from_spec(s); s.loader.exec_module(m); m.install(); "
             "from utils.rl.loop import train_grpo; from utils.rl.trl_trainer import train_with_trl; "
             "from utils.eval.control import run_condition; import utils.eval.control as c; "
+            "from utils.eval.metrics import sample_in_batches; import utils.tasks.curation as cur; "
             "print(train_grpo.__wrapped__.__module__, train_with_trl.__wrapped__.__module__, "
-            "c.train_grpo is train_grpo)")
+            "c.train_grpo is train_grpo, sample_in_batches.__wrapped__.__module__, "
+            "cur.sample_in_batches is sample_in_batches)")
     out = subprocess.run([sys.executable, "-c", code, str(root / "tests" / "run_cache.py")], cwd=root,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True"]
+    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True", "utils.eval.metrics", "True"]
 
 
 def test_kernel_startup_dir_writes_an_ipython_startup_file(tmp_path):
@@ -239,3 +241,77 @@ def test_lora_runs_are_never_cached(on):
             return self.get(k)
     assert cache.key("train_with_trl", *cache.train_with_trl_parts(Args())) is not None
     assert cache.key("train_with_trl", *cache.train_with_trl_parts(Args(peft_config="a LoraConfig"))) is None
+
+
+def test_a_datasets_column_is_keyed_by_every_value(on):
+    """A datasets Column's repr shows its first five rows only: two columns alike there must not share a key."""
+    from datasets import Dataset
+
+    a = Dataset.from_dict({"p": ["1+1=", "2+2=", "3+3=", "4+4=", "5+5=", "6+6="]})["p"]
+    b = Dataset.from_dict({"p": ["1+1=", "2+2=", "3+3=", "4+4=", "5+5=", "7+7="]})["p"]
+    assert repr(a) == repr(b)
+    assert cache.key("k", a) != cache.key("k", b)
+    assert cache.key("k", a) == cache.key("k", list(a))
+
+
+def test_the_thread_count_is_part_of_the_key(on):
+    """A CPU run's bits depend on torch's thread count, so a run is not handed across thread counts."""
+    threads = torch.get_num_threads()
+    try:
+        keys = []
+        for n in (1, 2, 1):
+            torch.set_num_threads(n)
+            keys.append(cache.key("run", 1))
+    finally:
+        torch.set_num_threads(threads)
+    assert keys[0] == keys[2] != keys[1]
+
+
+def test_a_second_process_waits_for_the_run_being_computed(on):
+    """computing(k) holds k's lock: whoever asks for the same run meanwhile waits, then finds it stored."""
+    import threading
+    import time
+
+    k = cache.key("run", 7)
+    started, seen = threading.Event(), {}
+
+    def first():
+        with cache.computing(k):
+            started.set()
+            time.sleep(0.5)
+            cache.save(k, "the run")
+
+    t = threading.Thread(target=first)
+    t.start()
+    started.wait()
+    t0 = time.time()
+    with cache.computing(k):
+        seen["waited"], seen["value"] = time.time() - t0, cache.load(k)
+    t.join()
+    assert seen["waited"] >= 0.3 and seen["value"] == "the run"
+    with cache.computing(None):  # the cache off or an unkeyable call: no lock, nothing written
+        pass
+
+
+def test_sampling_hit_is_what_sampling_gave_and_leaves_random_states_alone(on, shipped):
+    from utils.eval.metrics import sample_in_batches
+
+    model, tok = shipped
+    cached = cache.cached_sample_in_batches(sample_in_batches)
+    prompts = ["12+34=", "5-7=", "40+2="]
+    want = list(sample_in_batches(model, tok, prompts, k=4, seed=3, batch_size=8))
+    first = list(cached(model, tok, prompts, k=4, seed=3, batch_size=8))           # computed, then stored
+    torch.manual_seed(9); np.random.seed(9); random.seed(9)
+    states = (torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate())
+    second = list(cached(model, tok, prompts, k=4, seed=3, batch_size=8))          # loaded
+    assert len(list(on.glob("*.pt"))) == 1
+    for got in (first, second):
+        assert [i for i, _ in got] == [i for i, _ in want] == [0, 2]
+        assert all(g.texts == w.texts and torch.equal(g.completion_ids, w.completion_ids)
+                   and torch.equal(g.logprobs, w.logprobs) for (_, g), (_, w) in zip(got, want))
+    assert torch.equal(torch.get_rng_state(), states[0]) and (np.random.get_state()[1] == states[1]).all()
+    assert random.getstate() == states[2]
+    list(cached(model, tok, prompts, k=4, seed=4, batch_size=8))
+    assert len(list(on.glob("*.pt"))) == 2                                          # another seed, another entry
+    next(cached(model, tok, prompts, k=2, seed=3, batch_size=8))                     # stopped early: nothing stored
+    assert len(list(on.glob("*.pt"))) == 2
