@@ -1,4 +1,22 @@
-"""Test-session set-up for the whole suite (tests/, and notebooks run under nbval directly).
+"""Test-session set-up for the whole suite (tests/, and the notebooks of solutions/ under nbval).
+
+What runs. `python -m pytest` runs the unit tests and every solution notebook under nbval, in this
+environment. Two passes run only when asked, and always in CI (.ci/run):
+  --browser  every lab (labs/) in JupyterLab in headless Chromium (tests/test_browser.py);
+  --colab    every solution down the setup cell's Colab branch in a stand-in for Colab's runtime
+             (tests/test_colab.py; builds a 5.4 GB virtual environment the first time).
+Asked for, a pass whose tools are missing fails instead of skipping.
+
+Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). Every
+test that executes notebooks (each solution under nbval, the browser pass, the Colab pass) is in one
+xdist group, so they run one after another on one worker, each kernel on torch's default thread count,
+as a learner's would: on 2 cores, two 1-thread kernels side by side finished the eight labs no sooner
+than one 2-thread kernel at a time (17.0 min against 17.4), and their numbers differ (a CPU run's bits
+depend on the thread count; Lab 07's extrapolation check failed at 1 thread). The unit tests, which
+mostly wait (on sandboxes, subprocesses, timeouts: 2.4 min of CPU in 4.1 min), run on the other
+workers meanwhile, at 1 torch thread each (RLVR_LABS_TEST_THREADS). In the group, the solutions run
+here first, then down the Colab branch, then the labs in the browser, whose kernel is Colab's: the
+browser's runs and samples come from the Colab pass through the run cache.
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
 more than once in the session (a lab in the browser test, the same lab's solution down the Colab
@@ -8,12 +26,16 @@ Set RLVR_LABS_CACHE=off to compute every run every time, or to a folder of your 
 between sessions.
 
 Set at import, not in a hook: pytest imports tests/conftest.py (which hands the folder to the tests
-that start notebooks in other processes) before it calls pytest_configure.
+that start notebooks in other processes) before it calls pytest_configure, and xdist's workers inherit
+the environment of the process that starts them.
 """
 import importlib.util
 import os
 import shutil
 import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
 
 ENV = "RLVR_LABS_CACHE"
 _MADE = []
@@ -21,13 +43,93 @@ if ENV not in os.environ:
     os.environ[ENV] = tempfile.mkdtemp(prefix="rlvr-labs-run-cache-")
     os.environ["RLVR_LABS_CACHE_BY_SUITE"] = "1"
     _MADE.append(os.environ[ENV])
-if os.environ[ENV].lower() not in ("", "0", "off"):
+if os.environ[ENV].lower() not in ("", "0", "off") and "RLVR_LABS_IPYTHONDIR" not in os.environ:
     _spec = importlib.util.spec_from_file_location(
         "rlvr_labs_run_cache", os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "run_cache.py"))
     _run_cache = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_run_cache)
     _MADE.append(tempfile.mkdtemp(prefix="rlvr-labs-ipython-"))
-    os.environ["IPYTHONDIR"] = _run_cache.kernel_startup_dir(_MADE[-1])
+    os.environ["IPYTHONDIR"] = os.environ["RLVR_LABS_IPYTHONDIR"] = _run_cache.kernel_startup_dir(_MADE[-1])
+
+PASSES = {"browser": "tests/test_browser.py", "colab": "tests/test_colab.py"}
+
+
+def _workers(config):
+    if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+        return int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    n = getattr(config.option, "numprocesses", None)
+    if not n or getattr(config.option, "dist", "no") == "no":
+        return 1
+    return (os.cpu_count() or 1) if n in ("auto", "logical") else int(n)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("rlvr-labs")
+    group.addoption("--browser", action="store_true",
+                    help="also run every lab in JupyterLab in headless Chromium (tests/test_browser.py)")
+    group.addoption("--colab", action="store_true",
+                    help="also run every solution down the Colab branch in the Colab stand-in (tests/test_colab.py)")
+
+
+def pytest_configure(config):
+    for name in PASSES:
+        if config.getoption(name):
+            os.environ[f"RLVR_LABS_REQUIRE_{name.upper()}"] = "1"
+    config._rlvr_started = time.time()
+
+
+def _order(item):
+    """Where an item goes: the unit tests, then the notebooks here, then the Colab pass, then the browser."""
+    path = item.nodeid.split("::")[0]
+    if path.endswith(".ipynb"):
+        return 1
+    return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, 0)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    import pytest
+
+    items.sort(key=_order)  # stable: each file's tests and each notebook's cells keep their order
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        for name, file in PASSES.items():
+            if path == file and not config.getoption(name):
+                item.add_marker(pytest.mark.skip(reason=f"the {name} pass runs when asked: python -m pytest --{name} "
+                                                        f"(CI always runs it)"))
+        if _order(item):
+            item.add_marker(pytest.mark.xdist_group("notebooks"))
+
+
+# ---------------------------------------------------------------- the time table at the end of a run
+
+_TIMES = defaultdict(float)  # (lab or "", pass) -> seconds
+_COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browser"}
+
+
+def pytest_runtest_logreport(report):
+    """Add a report's seconds (set-up, call and tear-down) to its lab and pass, or to the unit tests."""
+    path, _, rest = report.nodeid.partition("::")
+    name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
+    kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
+    _TIMES[(name if kind != "unit" else "", kind)] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """One table at the end of every run: each lab's seconds in each pass, and the rest."""
+    if not _TIMES:
+        return
+    w = terminalreporter
+    w.section("rlvr-labs: seconds per lab and pass (xdist: the sum over workers; wall clock at the end)")
+    labs = sorted({lab for (lab, _), v in _TIMES.items() if lab and v >= 0.05})  # a skipped pass takes ~0 s
+    w.line(f"{'':40s}" + "".join(f"{c:>15s}" for c in _COLUMNS.values()))
+    for lab in labs:
+        w.line(f"{lab[:40]:40s}" + "".join(f"{_TIMES.get((lab, k), 0):15.1f}" for k in _COLUMNS))
+    other = {k: v for (lab, k), v in _TIMES.items() if not lab and k != "unit"}
+    w.line(f"{'set-up and other tests of the passes':40s}" + "".join(f"{other.get(k, 0):15.1f}" for k in _COLUMNS))
+    w.line(f"{'in all':40s}" + "".join(f"{sum(v for (lab, kk), v in _TIMES.items() if kk == k):15.1f}"
+                                         for k in _COLUMNS))
+    w.line(f"unit tests: {_TIMES.get(('', 'unit'), 0):.1f} s over {_workers(config)} worker(s); wall clock "
+           f"{time.time() - getattr(config, '_rlvr_started', time.time()):.1f} s")
 
 
 def pytest_unconfigure(config):

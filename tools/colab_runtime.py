@@ -17,6 +17,7 @@ Where the stand-in differs from Colab, and why:
 - Only the packages in COLAB (and what pip pulls in for them) are there: Colab holds hundreds more.
 - nbval: not on Colab (its front end runs the notebooks); here it runs them.
 """
+import contextlib
 import hashlib
 import os
 import re
@@ -85,9 +86,32 @@ def base_python():
                             f"{COLAB_PYTHON} on PATH); the stand-in uses Python {sys.version.split()[0]} instead")
 
 
+@contextlib.contextmanager
+def _only_builder(folder):
+    """Hold an exclusive lock beside `folder` while building it: a test that needs the runtime while .ci/run
+    builds it in the background waits for that build and then reuses it, instead of building it again."""
+    try:
+        import fcntl
+    except ImportError:  # not on Linux or macOS: no lock (the stand-in is built on Linux)
+        yield
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build(folder=DEFAULT, quiet=True):
     """Create (or reuse, if built with the same Python and pins) the runtime; returns the path of its python."""
     folder = Path(folder)
+    with _only_builder(folder):
+        return _build(folder, quiet)
+
+
+def _build(folder, quiet):
     py_base, note = base_python()
     if note:
         print("NOTE:", note, file=sys.stderr)
@@ -150,6 +174,11 @@ def browser_kernel(folder=BROWSER, quiet=True):
     TRL, and the test session's run cache computes each training run once for both passes. The stand-in
     itself is not touched (build() makes it if missing)."""
     folder, runtime = Path(folder), build()
+    with _only_builder(folder):
+        return _browser_kernel(folder, runtime, quiet)
+
+
+def _browser_kernel(folder, runtime, quiet):
     pins = lock_pins_missing_from(runtime)
     widgets = [ln for ln in LOCK.read_text().splitlines() if norm(ln.split("==")[0]) in WIDGETS_8]
     want = hashlib.sha256("\n".join([str(runtime), (runtime.parent.parent / "rlvr-labs-spec.txt").read_text(),
