@@ -37,6 +37,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ENV = "RLVR_LABS_CACHE"
 _MADE = []
 if ENV not in os.environ:
@@ -86,9 +88,8 @@ def _order(item):
     return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, 0)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
-    import pytest
-
     items.sort(key=_order)  # stable: each file's tests and each notebook's cells keep their order
     for item in items:
         path = item.nodeid.split("::")[0]
@@ -108,7 +109,7 @@ _COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browse
 
 def pytest_runtest_logreport(report):
     """Add a report's seconds (set-up, call and tear-down) to its lab and pass, or to the unit tests."""
-    path, _, rest = report.nodeid.partition("::")
+    path, _, rest = report.nodeid.split("@")[0].partition("::")  # xdist adds "@<group>" to a grouped test's id
     name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
     _TIMES[(name if kind != "unit" else "", kind)] += report.duration
