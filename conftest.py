@@ -8,15 +8,16 @@ environment. Two passes run only when asked, and always in CI (.ci/run):
 Asked for, a pass whose tools are missing fails instead of skipping.
 
 Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). Every
-test that executes notebooks (each solution under nbval, the browser pass, the Colab pass) is in one
-xdist group, so they run one after another on one worker, each kernel on torch's default thread count,
-as a learner's would: on 2 cores, two 1-thread kernels side by side finished the eight labs no sooner
-than one 2-thread kernel at a time (17.0 min against 17.4), and their numbers differ (a CPU run's bits
-depend on the thread count; Lab 07's extrapolation check failed at 1 thread). The unit tests, which
-mostly wait (on sandboxes, subprocesses, timeouts: 2.4 min of CPU in 4.1 min), run on the other
-workers meanwhile, at 1 torch thread each (RLVR_LABS_TEST_THREADS). In the group, the solutions run
-here first, then down the Colab branch, then the labs in the browser, whose kernel is Colab's: the
-browser's runs and samples come from the Colab pass through the run cache.
+test that executes notebooks (each solution under nbval, the Colab pass, the browser pass) is one unit of
+xdist's work (pytest_xdist_make_scheduler below): one worker runs them one after another, each kernel on
+torch's default thread count, as a learner's would. Not two notebooks side by side at 1 thread each: on
+this 2-core machine that finished the eight labs in 17.0 min against 17.4 min one at a time at 2 threads
+(the latter measured on another day), and it moves the numbers (a CPU run's bits depend on the thread
+count: Lab 07's extrapolation check failed at 1 thread). The unit tests, which mostly wait (on sandboxes,
+subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), share the other workers meanwhile, at 1 torch
+thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
+branch, then the labs in the browser, whose kernel is Colab's: the browser's runs and samples come from
+the Colab pass through the run cache.
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
 more than once in the session (a lab in the browser test, the same lab's solution down the Colab
@@ -80,25 +81,37 @@ def pytest_configure(config):
     config._rlvr_started = time.time()
 
 
-def _order(item):
-    """Where an item goes: the unit tests, then the notebooks here, then the Colab pass, then the browser."""
-    path = item.nodeid.split("::")[0]
+def _order(nodeid):
+    """Where a test goes: the unit tests (0), then the notebooks here, the Colab pass, the browser (1, 2, 3)."""
+    path = nodeid.split("::")[0]
     if path.endswith(".ipynb"):
         return 1
     return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, 0)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scheduler, with every test that executes notebooks in one unit of work: one worker runs them
+    in order (a notebook's cells share a kernel; the browser pass loads the Colab pass's runs), and the
+    other workers share the unit tests. (Not xdist_group marks: xdist 3.8 groups by rewriting a test's id,
+    which pytest 9.2 no longer allows, and the drift check saw the notebooks' cells scattered.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return "notebooks" if _order(nodeid) else nodeid
+
+    return NotebooksTogether(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=_order)  # stable: each file's tests and each notebook's cells keep their order
+    items.sort(key=lambda item: _order(item.nodeid))  # stable: each file's and notebook's order kept
     for item in items:
         path = item.nodeid.split("::")[0]
         for name, file in PASSES.items():
             if path == file and not config.getoption(name):
                 item.add_marker(pytest.mark.skip(reason=f"the {name} pass runs when asked: python -m pytest --{name} "
                                                         f"(CI always runs it)"))
-        if _order(item):
-            item.add_marker(pytest.mark.xdist_group("notebooks"))
 
 
 # ---------------------------------------------------------------- the time table at the end of a run
@@ -109,7 +122,7 @@ _COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browse
 
 def pytest_runtest_logreport(report):
     """Add a report's seconds (set-up, call and tear-down) to its lab and pass, or to the unit tests."""
-    path, _, rest = report.nodeid.split("@")[0].partition("::")  # xdist adds "@<group>" to a grouped test's id
+    path, _, rest = report.nodeid.partition("::")
     name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
     _TIMES[(name if kind != "unit" else "", kind)] += report.duration
