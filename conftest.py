@@ -14,8 +14,8 @@ torch's default thread count, as a learner's would. Not two notebooks side by si
 this 2-core machine that finished the eight labs in 17.0 min against 17.4 min one at a time at 2 threads
 (the latter measured on another day), and it moves the numbers (a CPU run's bits depend on the thread
 count: Lab 07's extrapolation check failed at 1 thread). The unit tests, which mostly wait (on sandboxes,
-subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), share the other workers meanwhile, at 1 torch
-thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
+subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), go first, a file at a time on each worker, at 1
+torch thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
 branch, then the labs in the browser, whose kernel is Colab's: the browser's runs and samples come from
 the Colab pass through the run cache.
 
@@ -83,12 +83,18 @@ def pytest_configure(config):
     config._rlvr_started = time.time()
 
 
+# The verifier tests look for sandboxed processes machine-wide (a leak may be reparented anywhere), so they
+# run on one worker, first, before any notebook (Lab 02 runs the verifiers) and beside no other sandbox.
+SANDBOXING = ("tests/test_code_verifier.py", "tests/test_sql_verifier.py")
+
+
 def _order(nodeid):
-    """Where a test goes: the unit tests (0), then the notebooks here, the Colab pass, the browser (1, 2, 3)."""
+    """Where a test goes: the verifier tests (-1), the other unit tests (0), then the notebooks here, the
+    Colab pass, the browser (1, 2, 3)."""
     path = nodeid.split("::")[0]
     if path.endswith(".ipynb"):
         return 1
-    return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, 0)
+    return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, -1 if path in SANDBOXING else 0)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -100,8 +106,9 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class NotebooksTogether(LoadScopeScheduling):
-        def _split_scope(self, nodeid):
-            return "notebooks" if _order(nodeid) else nodeid
+        def _split_scope(self, nodeid):  # a unit-test file stays on one worker (its module fixtures)
+            order = _order(nodeid)
+            return "notebooks" if order > 0 else "sandboxing" if order < 0 else nodeid.split("::")[0]
 
     # in collection order (pytest_collection_modifyitems): the unit tests first, on every worker, and the
     # notebooks after them, alone: a 2-thread torch kernel beside a busy process ran 3.3x slower (10.3 s
