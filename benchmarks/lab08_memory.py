@@ -4,11 +4,14 @@ random weights (utils.models.memory.REAL_ARCHS) and the shipped tiny model. Usag
 
     python benchmarks/lab08_memory.py                  # every case x allocator, one at a time: ~25 min, 2 cores
     python benchmarks/lab08_memory.py --cases smol-lora   # some cases (not written to the results)
+    python benchmarks/lab08_memory.py --device cuda    # on a GPU: torch.cuda's peak of live tensors instead
 
 Each case runs in a fresh subprocess, so its peak RSS is its own: baseline = ru_maxrss after the imports, the
 tokenizer and the dataset; measured = ru_maxrss after 2 GRPO steps - baseline (it includes building the model).
 Each case runs twice, under glibc's default malloc and with a fixed mmap threshold (ALLOCATORS): the first is
 what you will see, the second is close to the live tensor bytes the estimate counts.
+With --device cuda each case runs once: measured = torch.cuda.max_memory_allocated() over the run (the tensors
+alive on the GPU; nothing is there before the model is built), and lab08_memory_cuda.json is written.
 Random weights never write EOS, so every completion runs to max_new_tokens: the worst case for memory.
 TRL's GRPOConfig turns gradient checkpointing on by default and our to_trl_config keeps it, so the estimate is
 made with grad_checkpointing=True and TRL's fused LM head (logits='fused'). Writes benchmarks/results/
@@ -45,7 +48,7 @@ def maxrss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def worker(case):
+def worker(case, device="cpu"):
     """One case in this (fresh) process; prints its result as one JSON line."""
     import peft  # noqa: F401  (imported before the baseline, as everything the run needs)
     import torch
@@ -65,24 +68,27 @@ def worker(case):
     _, tok = load_policy("rlvr-base")
     dataset = load_split("train", n=N_TRAIN)
     prompt_len = max(len(tok(p)["input_ids"]) for p in dataset["prompt"])
-    baseline = maxrss()
+    cuda = device == "cuda"
+    peak_now = (lambda: torch.cuda.max_memory_allocated()) if cuda else maxrss  # noqa: E731
+    baseline = peak_now()
     policy = build_from_config(name) if name in REAL_ARCHS else load_policy(name)[0]
-    policy.train()
-    built = maxrss()
+    policy.to(device).train()
+    built = peak_now()
     est = estimate_memory(policy, batch, prompt_len, T, lora_rank=rank, **ESTIMATE)
     peft_config = peft.LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules="all-linear",
                                   task_type="CAUSAL_LM") if rank else None
     cfg = GRPOConfig(steps=STEPS, batch_size=batch, group_size=GROUP_SIZE, max_new_tokens=T, eval_every=0,
                      track_kl=False)
     history, trainer = train_with_trl(policy, tok, dataset, strict_reward, cfg, progress=False,
-                                      peft_config=peft_config)
-    peak = maxrss()
+                                      peft_config=peft_config, use_cpu=not cuda)
+    peak = peak_now()
     secs = [r["seconds"] for r in history]
     step_s = [b - a for a, b in zip([0.0] + secs[:-1], secs)]
     print("RESULT " + json.dumps({
         "case": case, "model": name, "lora_rank": rank, "batch_size": batch, "group_size": GROUP_SIZE,
         "prompt_len": prompt_len, "max_new_tokens": T, "completion_len": [r["completion_len"] for r in history],
-        "threads": torch.get_num_threads(), "baseline_rss": baseline, "build_delta": built - baseline,
+        "threads": torch.get_num_threads(), "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "baseline_rss": baseline, "build_delta": built - baseline,
         "measured_peak_delta": peak - baseline, "estimate": est, "estimate_total": est["total"],
         "ratio_measured_over_estimate": (peak - baseline) / est["total"], "seconds_per_step": step_s,
         "trainable_params_trl": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}), flush=True)
@@ -91,17 +97,19 @@ def worker(case):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="+", choices=list(CASES), default=None)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--worker", choices=list(CASES), default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.worker)
+        return worker(args.worker, args.device)
     from utils.setup import environment
 
     runs = []
-    for case, (alloc, env) in [(c, a) for c in args.cases or CASES for a in ALLOCATORS.items()]:
+    allocators = ALLOCATORS.items() if args.device == "cpu" else [("torch.cuda caching allocator", {})]
+    for case, (alloc, env) in [(c, a) for c in args.cases or CASES for a in allocators]:
         load = os.getloadavg()[0]
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", case], capture_output=True,
-                           text=True, cwd=ROOT, env=os.environ | env)
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", case, "--device", args.device],
+                           capture_output=True, text=True, cwd=ROOT, env=os.environ | env)
         line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
         if p.returncode or not line:
             print(f"{case}: failed (rc {p.returncode})\n{p.stderr[-3000:]}", flush=True)
@@ -117,7 +125,8 @@ def main():
     if args.cases:
         print("(a partial run: not written to the results)")
         return
-    path = os.path.join(ROOT, "benchmarks", "results", "lab08_memory.json")
+    name = "lab08_memory.json" if args.device == "cpu" else f"lab08_memory_{args.device}.json"
+    path = os.path.join(ROOT, "benchmarks", "results", name)
     with open(path, "w") as f:
         json.dump({"environment": environment(), "cases": CASES, "estimate_options": ESTIMATE, "steps": STEPS,
                    "runs": runs}, f, indent=1)

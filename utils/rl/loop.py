@@ -84,7 +84,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         else:
             (ro, rewards, right), drawn = draw(idx), {"completions_sampled": cfg.batch_size}
         # 3. advantage
-        adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline)            # [N]
+        adv = advantage_fn(rewards, G, cfg.scale_std, cfg.baseline).to(ro.completion_ids.device)  # [N]
         ref_logp = reference_logprobs(ref, ro, cfg)                            # [N, T]
         # 4. update, updates_per_batch times on the same samples
         for _ in range(cfg.updates_per_batch):
@@ -218,7 +218,7 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
     G = cfg.group_size
     rg = rewards.view(-1, G)                                                   # [n_prompts, G]
     lengths = ro.completion_mask.sum(1).float()                                # [N] tokens, EOS included
-    right = rewards >= 1.0 if right is None else right
+    right = (rewards >= 1.0 if right is None else right).to(lengths.device)
     truncated = getattr(ro, "truncated", None)
     return {
         "step": step,
