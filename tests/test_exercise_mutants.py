@@ -824,12 +824,18 @@ def test_diagnose_reference_right_version_and_stub(capsys):
 
 
 def test_every_check_has_mutants():
-    """Each check in exercises.py is exercised by a mutant list above."""
+    """Each check in the utils.notebook.exercises package (any of its modules) is exercised by a mutant list
+    above, and the package re-exports it."""
+    import importlib
+    import pkgutil
+
+    modules = [importlib.import_module(m.name) for m in pkgutil.iter_modules(ex.__path__, ex.__name__ + ".")]
+    checks = {n for m in modules for n in vars(m) if n.startswith("check_")}
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
                "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
                "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose"}
-    assert covered == {n for n in dir(ex) if n.startswith("check_")}
+    assert covered == checks == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
                                      LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,

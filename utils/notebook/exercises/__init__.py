@@ -1,0 +1,52 @@
+"""Exercise checks, one module per lab: labNN.py holds Lab NN's checks, their worked cases and private helpers
+(lab01 ... lab08); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
+re-exported here, so `from utils.notebook.exercises import check_...` works whichever module holds it.
+
+Each check runs the learner's function on small worked cases and returns the function to use for the rest of
+the lab:
+
+- not written yet (raises NotImplementedError): prints a visible note and returns the
+  reference implementation, so the lab still runs top to bottom;
+- wrong: raises ExerciseError saying what differs (shape or values, on a small case);
+- right: prints a tick and returns the learner's function.
+"""
+from utils.notebook.exercises.common import ExerciseError
+from utils.notebook.exercises.lab01 import (
+    UNBIASED_STD_MESSAGE,
+    check_completion_logprobs,
+    check_group_advantages,
+    check_policy_loss,
+)
+from utils.notebook.exercises.lab01 import _row_by_row_logprobs as _row_by_row_logprobs  # tests use these two
+from utils.notebook.exercises.lab01 import _tiny_gpt2 as _tiny_gpt2
+from utils.notebook.exercises.lab02 import (
+    HIDDEN_ARITHMETIC_CASES,
+    breaking_cases,
+    check_breaking_cases,
+    check_careful_match,
+)
+from utils.notebook.exercises.lab03 import check_control_check, check_random_reward
+from utils.notebook.exercises.lab04 import check_health_check, check_token_entropy
+from utils.notebook.exercises.lab05 import check_pass_at_k
+from utils.notebook.exercises.lab06 import STEP_CASES, check_step_credit, check_token_weights
+from utils.notebook.exercises.lab07 import (
+    FILL_CASES,
+    FIT_CASES,
+    SWEET_CASES,
+    check_best_asymptote,
+    check_fill_batch,
+    check_sweet_spot,
+)
+from utils.notebook.exercises.lab08 import DIAGNOSE_CASES, check_diagnose
+
+__all__ = [
+    "ExerciseError",
+    "UNBIASED_STD_MESSAGE", "check_group_advantages", "check_policy_loss", "check_completion_logprobs",
+    "HIDDEN_ARITHMETIC_CASES", "check_careful_match", "breaking_cases", "check_breaking_cases",
+    "check_random_reward", "check_control_check",
+    "check_token_entropy", "check_health_check",
+    "check_pass_at_k",
+    "STEP_CASES", "check_step_credit", "check_token_weights",
+    "SWEET_CASES", "check_sweet_spot", "FILL_CASES", "check_fill_batch", "FIT_CASES", "check_best_asymptote",
+    "DIAGNOSE_CASES", "check_diagnose",
+]

@@ -1,0 +1,81 @@
+"""Lab 06's checks (reward design on reasoning traces): step credit, token weights."""
+import torch
+
+from utils.notebook.exercises.common import ExerciseError, _note
+from utils.rl import grpo
+
+# Lab 06: (a, b, text, expected credit, what the case tests). 478 + 356: 8+6+0=14 7+5+1=13 4+3+1=8 >834
+STEP_CASES = [
+    (478, 356, "8+6+0=14 7+5+1=13 4+3+1=8 >834", 1.0, "the right trace"),
+    (478, 356, "8+6+0=14 7+5+1=13 4+3+1=8 >999", 1.0, "right steps, wrong answer (the answer is not a step)"),
+    (478, 356, "8+6+0=14 4+3+1=8 >834", 1 / 3, "a skipped step: the later steps are out of place"),
+    (478, 356, "8+6+0=14 7+5+1=13 4+3+1=8 0+0+0=0 >834", 3 / 4, "padding: an extra step costs"),
+    (478, 356, "8+6+0=14 7+5+0=12 4+3+1=8 >834", 2 / 3, "a dropped carry: true sum, wrong step"),
+    (478, 356, "8+6+0=14 hello 4+3+1=8 >834", 2 / 3, "an unreadable token keeps its place"),
+    (478, 356, "6+8+0=14 5+7+1=13 3+4+1=8 >834", 0.0, "operands swapped: not the steps asked for"),
+    (5, 97, "5+7+0=12 0+9+1=10 >102", 1.0, "a shorter operand reads as 0"),
+    (5, 97, ">102", 0.0, "no steps at all"),
+    (478, 356, "", 0.0, "an empty completion"),
+    (478, 356, None, 0.0, "None (a verifier never raises)"),
+    (478, 356, "8+6+0=14 " * 60 + ">834", 0.0, "a text over traces.MAX_CHARS: rejected unread"),
+]
+
+
+def check_step_credit(fn):
+    """Check fn(text, a, b) -> the process reward of one completion (traces.step_credit) on STEP_CASES: one case
+    per rule (position, padding, skipping, carries, unreadable tokens, None, over-long text). Returns the
+    function to use."""
+    from utils.verifiers.traces import step_credit
+
+    try:
+        fn("8+6+0=14 >14", 8, 6)
+    except NotImplementedError:
+        return _note("my_step_credit", step_credit)
+    for a, b, text, want, what in STEP_CASES:
+        try:
+            got = fn(text, a, b)
+        except Exception as e:  # noqa: BLE001 - report the learner's exception as a failed case
+            raise ExerciseError(f"my_step_credit({text!r:.60}, {a}, {b}) raised {type(e).__name__}: {e}. A verifier "
+                                f"never raises: anything unreadable scores 0.0 ({what}).") from None
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or abs(float(got) - want) > 1e-9:
+            raise ExerciseError(f"my_step_credit on {what}:\n  completion {text!r:.70} for {a}+{b} "
+                                f"(right steps {' '.join('{}+{}+{}={}'.format(*s) for s in _steps(a, b))})\n"
+                                f"  expected {want:.4f}, got {got!r}\nRule: count written steps equal to the "
+                                f"right step at the same position; divide by max(steps written, steps needed).")
+    print(f"OK: my_step_credit matches the process reward on {len(STEP_CASES)} worked cases.")
+    return fn
+
+
+def _steps(a, b):
+    from utils.tasks.scratchpad import steps_for
+    return steps_for(a, b)
+
+
+def check_token_weights(fn):
+    """Check fn(mask, loss_type, max_len) -> [N, T] weight of each token's loss in aggregate(): compared with
+    grpo.token_weights (the gradient of the aggregate with respect to each token's loss) for each loss type on
+    masks with short, long, full and empty rows. Returns the function to use."""
+    masks = {"lengths 3, 1, 2 (T = 3)": torch.tensor([[1, 1, 1], [1, 0, 0], [1, 1, 0]]),
+             "lengths 2, 5, 0, 5 (T = 5)": torch.tensor([[1, 1, 0, 0, 0], [1] * 5, [0] * 5, [1] * 5])}
+    try:
+        fn(masks["lengths 3, 1, 2 (T = 3)"], "grpo", 4)
+    except NotImplementedError:
+        return _note("my_token_weights", grpo.token_weights)
+    hints = {"grpo": "each row: 1 / (N * its own length), so every sequence weighs 1/N in all",
+             "dapo": "1 / (the number of real tokens in the whole batch)",
+             "dr_grpo": "1 / (N * max_len), with max_len the constant given (not the batch's longest row)"}
+    for desc, mask in masks.items():
+        for loss_type in ("grpo", "dapo", "dr_grpo"):
+            want = grpo.token_weights(mask, loss_type, 8)
+            got = fn(mask, loss_type, 8)
+            got = torch.as_tensor(got).float() if not torch.is_tensor(got) else got.detach().float()
+            if got.shape != want.shape:
+                raise ExerciseError(f"my_token_weights({desc}, {loss_type!r}, max_len=8): expected shape "
+                                    f"{tuple(want.shape)} (one weight per token), got {tuple(got.shape)}")
+            if not torch.allclose(got, want, atol=1e-6):
+                raise ExerciseError(f"my_token_weights on the mask with {desc}, {loss_type!r}, max_len=8:\n"
+                                    f"  expected {[[round(v, 4) for v in r] for r in want.tolist()]}\n"
+                                    f"  got      {[[round(v, 4) for v in r] for r in got.tolist()]}\n"
+                                    f"Hint: {hints[loss_type]}; 0 where the mask is 0.")
+    print("OK: my_token_weights matches the gradient of the aggregate for grpo, dapo and dr_grpo on 2 masks.")
+    return fn

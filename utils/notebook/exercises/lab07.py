@@ -1,0 +1,112 @@
+"""Lab 07's checks (data and compute): the sweet spot, dynamic sampling's refill, the best asymptote."""
+import torch
+
+from utils.notebook.exercises.common import ExerciseError, _note
+
+SWEET_CASES = [  # (rates, lo, hi, the indices in the band, what the case tests)
+    ([0.0, 0.25, 0.3, 0.5, 0.7, 0.75, 1.0], 0.3, 0.7, [2, 3, 4], "both ends of the band are inside"),
+    ([0.6, 0.1, 0.9, 0.5], 0.3, 0.7, [0, 3], "indices in the split's order, not sorted by rate"),
+    ([1.0, 0.0, 1.0], 0.3, 0.7, [], "nothing in the band: an empty result"),
+    ([0.0, 0.0625, 1.0], 0.0, 0.0625, [0, 1], "a band that starts at 0"),
+    ([0.2, 0.4, 0.8], 0.1, 0.9, [0, 1, 2], "another band: lo and hi are used, not 0.3 and 0.7"),
+]
+
+
+def check_sweet_spot(fn):
+    """Check fn(rates, lo, hi) -> the indices of the prompts whose pass rate r has lo <= r <= hi, in order, on
+    SWEET_CASES. Returns the function to use (curation.sweet_spot, which also refuses a bad band, when fn is not
+    written)."""
+    import numpy as np
+
+    from utils.tasks.curation import sweet_spot
+    try:
+        fn(np.array([0.5]), 0.3, 0.7)
+    except NotImplementedError:
+        return _note("my_sweet_spot", sweet_spot)
+    for rates, lo, hi, want, what in SWEET_CASES:
+        got = fn(np.array(rates), lo, hi)
+        got = np.asarray(got)
+        if got.dtype == bool:
+            raise ExerciseError(f"my_sweet_spot({rates}, {lo}, {hi}) returned a True/False mask {got.tolist()}; "
+                                f"return the indices where it is True (np.flatnonzero(mask))")
+        if got.tolist() != want:
+            raise ExerciseError(f"my_sweet_spot on {what}: rates {rates}, band [{lo}, {hi}]\n  expected indices "
+                                f"{want}\n  got      {got.tolist()}\nRule: the indices i with lo <= rates[i] <= hi.")
+    print(f"OK: my_sweet_spot matches on {len(SWEET_CASES)} worked cases.")
+    return fn
+
+
+FILL_CASES = [  # (rounds of rewards, G, n_groups, expected (kept, rounds used), what the case tests)
+    ([[1, 1, 0, 1, 0, 0], [1, 0, 1, 1, 0, 1]], 2, 3, ([(0, 1), (1, 0), (1, 2)], 2),
+     "all-1 and all-0 groups are dropped; a second round fills the batch"),
+    ([[0, 1, 1, 0, 1, 0], [0, 1, 0, 1, 0, 1]], 2, 3, ([(0, 0), (0, 1), (0, 2)], 1),
+     "a full first round needs no second one"),
+    ([[0, 1, 0, 0, 1, 0], [1, 0, 0, 1, 0, 1]], 2, 3, ([(0, 0), (0, 2), (1, 0)], 2),
+     "stop as soon as the batch is full: the second round's later groups are not kept"),
+    ([[1, 1, 1, 1], [0, 0, 0, 0]], 2, 2, ([], 2), "nothing informative: nothing kept, every round used"),
+    ([[0.5, 0.5, 0.2, 0.7, 1, 1]], 2, 3, ([(0, 1)], 1), "rewards need not be 0/1: alike means equal"),
+    ([[0, 0, 1, 0, 1, 1, 1, 1]], 4, 2, ([(0, 0)], 1), "groups of 4: one right of four is informative"),
+]
+
+
+def check_fill_batch(fn):
+    """Check fn(round_rewards, G, n_groups) -> (kept (round, group) pairs, rounds used), dynamic sampling's
+    refill (loop.fill_batch), on FILL_CASES. Returns the function to use."""
+    from utils.rl.loop import fill_batch
+    try:
+        fn([torch.tensor([0.0, 1.0])], 2, 1)
+    except NotImplementedError:
+        return _note("my_fill_batch", fill_batch)
+    for rounds, G, n, (want_kept, want_used), what in FILL_CASES:
+        got = fn([torch.tensor(r, dtype=torch.float32) for r in rounds], G, n)
+        try:
+            kept, used = got
+            kept = [tuple(int(x) for x in pair) for pair in kept]
+        except (TypeError, ValueError):
+            raise ExerciseError(f"my_fill_batch must return (kept, rounds_used) with kept a list of (round, group) "
+                                f"pairs; got {got!r:.120}") from None
+        if kept != want_kept or used != want_used:
+            raise ExerciseError(f"my_fill_batch on {what}: rounds {rounds}, G={G}, n_groups={n}\n"
+                                f"  expected kept {want_kept}, rounds used {want_used}\n"
+                                f"  got      kept {kept}, rounds used {used}\nRule: walk the rounds in order, "
+                                f"keep each group whose rewards are not all equal, stop once n_groups are kept.")
+    print(f"OK: my_fill_batch matches dynamic sampling's refill on {len(FILL_CASES)} worked cases.")
+    return fn
+
+
+FIT_CASES = [  # (C, R, R0, C_mid, B, what the case tests): the expected A is best_asymptote's
+    ([100.0, 1000.0, 10000.0], [0.3, 0.45, 0.6], 0.2, 1000.0, 1.0, "points near a curve of slope 1"),
+    ([64.0, 640.0, 6400.0], [0.4, 0.4, 0.4], 0.4, 640.0, 2.0, "no gain at all: A = R0"),
+    ([50.0, 200.0, 800.0, 3200.0], [0.35, 0.5, 0.55, 0.7], 0.3, 400.0, 0.5, "a shallow slope, R0 = 0.3"),
+    ([10.0, 20.0], [0.9, 0.1], 0.5, 15.0, 3.0, "a fall below R0: A may be below R0"),
+]
+
+
+def check_best_asymptote(fn):
+    """Check fn(C, R, R0, C_mid, B) -> the least-squares asymptote A of the sigmoid at fixed C_mid and B
+    (scaling.best_asymptote) on FIT_CASES. Returns the function to use."""
+    import numpy as np
+
+    from utils.eval.scaling import best_asymptote, sigmoid
+    try:
+        fn(np.array([1.0, 2.0, 3.0]), np.array([0.1, 0.2, 0.3]), 0.0, 2.0, 1.0)
+    except NotImplementedError:
+        return _note("my_best_asymptote", best_asymptote)
+    for C, R, R0, C_mid, B, what in FIT_CASES:
+        want = best_asymptote(C, R, R0, C_mid, B)
+        got = fn(np.array(C), np.array(R), R0, C_mid, B)
+        try:
+            float(got)
+        except (TypeError, ValueError):
+            raise ExerciseError(f"my_best_asymptote on {what} returned {got!r:.80}; return one number, the "
+                                f"asymptote A") from None
+        if not np.isfinite(float(got)) or abs(float(got) - want) > 1e-6:
+            err = lambda A: float(np.sum((sigmoid(C, A, C_mid, B, R0) - np.array(R)) ** 2))  # noqa: E731
+            extra = "" if not np.isfinite(float(got)) else (
+                f" (squared error {err(float(got)):.5f} vs {err(want):.5f} at the best A)")
+            raise ExerciseError(f"my_best_asymptote on {what}: C={C}, R={R}, R0={R0}, C_mid={C_mid}, B={B}\n"
+                                f"  expected A = {want:.6f}\n  got        {got!r}{extra}\nHint: with "
+                                f"s = 1 / (1 + (C_mid / C) ** B) the curve is R0 + (A - R0) * s, a line in A - R0 "
+                                f"through the origin: A - R0 = sum(s * (R - R0)) / sum(s * s).")
+    print(f"OK: my_best_asymptote matches the least-squares asymptote on {len(FIT_CASES)} worked cases.")
+    return fn

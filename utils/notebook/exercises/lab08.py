@@ -1,0 +1,44 @@
+"""Lab 08's check (from the toy to a real model): diagnose a run's summary."""
+from utils.notebook.exercises.common import ExerciseError, _note
+
+DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9), [],
+     "a healthy run: nothing to report"),
+    (dict(reward_mean=0.02, zero_spread_frac=0.95, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
+     ["no_signal_all_wrong"], "groups all alike with reward near 0"),
+    (dict(reward_mean=0.98, zero_spread_frac=0.8, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
+     ["no_signal_all_right"], "groups all alike with reward near 1 (0.8 is already too many)"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.5, kl=0.01, entropy_ratio=0.9), ["truncated"],
+     "half the completions cut at the cap"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.1, kl=0.01, entropy_ratio=0.9), [],
+     "a truncated share of exactly 0.1 is still fine (the flag is for more than 0.1)"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=1e-6, entropy_ratio=0.9), ["not_moving"],
+     "KL near 0: the policy is not moving"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.5, entropy_ratio=0.3), ["collapsing"],
+     "entropy at 30% of its start"),
+    (dict(reward_mean=0.02, zero_spread_frac=0.9, truncated_frac=0.9, kl=1e-6, entropy_ratio=0.9),
+     ["no_signal_all_wrong", "truncated", "not_moving"], "several at once, in DIAGNOSES' order"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=None, kl=None, entropy_ratio=None), [],
+     "None (not recorded) decides nothing"),
+]
+
+
+def check_diagnose(fn):
+    """Check fn(summary) -> the list of DIAGNOSES names a run's summary shows (health.diagnose) on DIAGNOSE_CASES.
+    Returns the function to use."""
+    from utils.eval.health import diagnose
+    try:
+        fn(dict(DIAGNOSE_CASES[0][0]))
+    except NotImplementedError:
+        return _note("my_diagnose", diagnose)
+    for summary, want, what in DIAGNOSE_CASES:
+        try:
+            got = fn(dict(summary))
+        except TypeError as e:
+            raise ExerciseError(f"my_diagnose on {what} raised TypeError ({e}): a value may be None (not recorded); "
+                                f"skip that rule") from None
+        if list(got) != want:
+            raise ExerciseError(f"my_diagnose on {what}:\n  summary  {summary}\n  expected {want}\n  got      "
+                                f"{list(got)}\nRules and their order: health.diagnose's docstring.")
+    print(f"OK: my_diagnose matches on {len(DIAGNOSE_CASES)} worked cases.")
+    return fn
