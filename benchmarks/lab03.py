@@ -54,9 +54,10 @@ def main():
     setup(seed=0)
     from dataclasses import replace
 
-    from utils.eval.control import hit_rate, run_condition
+    from utils.eval.control import hit_rate
     from utils.eval.metrics import policy_report
     from utils.models.policy import load_policy
+    from utils.runs.control import run_condition
     from utils.tasks.arithmetic import load_split
 
     base, tok = load_policy()

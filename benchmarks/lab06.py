@@ -5,7 +5,7 @@ aggregation, and what a short completion cap does. Usage:
     python benchmarks/lab06.py --part long     # 150 steps: outcome/process/arithmetic and the length study
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
-Every run is the trace model (data/trace_model) trained by utils.eval.trace_runs.train_on_traces, the
+Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
 notebook's own path, so the notebook's seed-0 runs are this benchmark's. The rewards (utils/verifiers/traces.py):
 
     outcome     1.0 iff the final answer is right; the steps are not read
@@ -75,9 +75,9 @@ def reward_fn(name):
 
 
 def run(condition, table, config, eval_k, seed, steps):
-    from utils.eval.trace_runs import train_on_traces
     from utils.models.policy import TRACE, load_policy
     from utils.rl.grpo import GRPOConfig
+    from utils.runs.traces import train_on_traces
     from utils.tasks import scratchpad
 
     setup(seed, quiet=True)

@@ -88,9 +88,9 @@ def summary(r, condition, seed, model="gpt2-4x128"):
 
 
 def run_data(condition, seed, steps, rates):
-    from utils.eval.trace_runs import train_on_traces
     from utils.models.policy import TRACE, load_policy
     from utils.rl.grpo import GRPOConfig
+    from utils.runs.traces import train_on_traces
     from utils.tasks import scratchpad
     from utils.verifiers.traces import outcome_reward
 
@@ -104,9 +104,9 @@ def run_data(condition, seed, steps, rates):
 
 
 def run_scaling(model, seed, steps):
-    from utils.eval.trace_runs import train_on_traces
     from utils.models.policy import load_policy
     from utils.rl.grpo import GRPOConfig
+    from utils.runs.traces import train_on_traces
     from utils.tasks import scratchpad
     from utils.verifiers.traces import outcome_reward
 

@@ -128,6 +128,9 @@ def _update(h, obj, seen):
     elif is_dataclass(obj) and not isinstance(obj, type):
         h.update(f"dataclass:{type(obj).__name__};".encode())
         _update(h, asdict(obj), seen)
+        for cls in type(obj).__mro__:  # a class of the notebook's (a rollout of its own) by its methods' code
+            if not cls.__module__.startswith(("utils.", "builtins")):
+                _update(h, {k: v for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}, seen)
     elif isinstance(obj, Probe):
         h.update(b"probe;")
         for args in obj.inputs:
@@ -343,8 +346,8 @@ def _cached(fn, kind, parts, label, with_trainer):
 def train_grpo_parts(a):
     """What decides a train_grpo run, from its bound arguments `a` (every argument but `progress`)."""
     return (a["policy"], a["ref"], a["tokenizer"], a["prompts"], a["answers"], a["reward_fn"], a["cfg"],
-            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"], a["columns"],
-            a["correct_fn"], a["pools"], *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"]))
+            a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["callback"], a["correct_fn"],
+            a["rollout"], *_probes(a["advantage_fn"], a["loss_fn"], a["cfg"]))
 
 
 def cached_train_grpo(train_grpo):

@@ -8,8 +8,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import utils
 from utils.eval.metrics import evaluate
-from utils.models.build_base_model import CONFIG, build
 from utils.models.policy import char_tokenizer
+from utils.runs.build_base_model import CONFIG, build
 from utils.tasks.arithmetic import load_split
 
 
@@ -60,7 +60,7 @@ def test_build_script_writes_a_loadable_model(tmp_path):
 
 
 def test_build_script_scratchpad_task_and_bad_settings(tmp_path):
-    from utils.models.build_base_model import TRACE_CONFIG
+    from utils.runs.build_base_model import TRACE_CONFIG
     from utils.tasks.scratchpad import ALPHABET
 
     model, tok = build(out_dir=str(tmp_path), task="scratchpad", max_steps=2, eval_every=1000, batch_size=4,
@@ -82,8 +82,8 @@ def test_build_script_llama_family(tmp_path):
     from transformers import AutoModelForCausalLM
 
     from utils.models import decode
-    from utils.models.build_base_model import make_model
     from utils.models.policy import sample
+    from utils.runs.build_base_model import make_model
 
     model, tok = build(out_dir=str(tmp_path), task="scratchpad", arch="llama", max_steps=2, eval_every=1000,
                        batch_size=4, n_layer=2, n_embd=32, n_head=2)
@@ -111,7 +111,7 @@ def trace_model():
 def test_shipped_trace_model_is_what_the_script_builds(trace_model):
     """Standard HF files; the build log's config is TRACE_CONFIG (so the rebuild command makes this model's
     recipe) and it stopped at the first check that reached the target."""
-    from utils.models.build_base_model import TRACE_CONFIG
+    from utils.runs.build_base_model import TRACE_CONFIG
     from utils.tasks.scratchpad import ALPHABET
     names = set(os.listdir(utils.TRACE_MODEL_DIR))
     assert {"config.json", "model.safetensors", "tokenizer.json", "build_log.json"} <= names
@@ -152,8 +152,8 @@ def test_shipped_trace_model_leaves_room_for_rl(trace_model):
 def test_shipped_sizes_are_what_the_script_builds(size):
     """Each of Lab 07's models loads by name, has the family and shape SIZES gives it, and its build log has the
     scratchpad recipe (TRACE_CONFIG) at that shape, stopped at the same valid pass@1 target."""
-    from utils.models.build_base_model import SIZES, TRACE_CONFIG
     from utils.models.policy import load_policy
+    from utils.runs.build_base_model import SIZES, TRACE_CONFIG
 
     model, tok = load_policy(size)
     spec = SIZES[size]
@@ -169,12 +169,12 @@ def test_shipped_sizes_are_what_the_script_builds(size):
 
 
 def test_size_names_reach_the_build_script(tmp_path):
-    """`python -m utils.models.build_base_model size=NAME` builds SIZES[NAME]; an unknown name says which exist."""
+    """`python -m utils.runs.build_base_model size=NAME` builds SIZES[NAME]; an unknown name says which exist."""
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "utils.models.build_base_model", *a], cwd=root,  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "utils.runs.build_base_model", *a], cwd=root,  # noqa: E731
                                     capture_output=True, text=True, timeout=300)
     r = run("size=llama-4x128", f"out_dir={tmp_path}", "max_steps=1", "eval_every=1000", "batch_size=2")
     assert r.returncode == 0, r.stderr[-2000:]

@@ -1,5 +1,6 @@
 """utils.tasks.chat: a chat model's prompts and the extraction rule in front of the course's strong verifier."""
-from utils.tasks.chat import answer_line, chat_dataset, chat_match, chat_prompts, chat_reward, has_chat_template
+from utils.tasks.chat import chat_dataset, chat_prompts, has_chat_template
+from utils.verifiers.chat import answer_line, chat_match, chat_reward
 
 
 class ChatTok:

@@ -127,7 +127,7 @@ def test_control_check_bad_inputs():
 def test_run_condition_tiny_and_reproducible(shipped):
     """Two seeds -> two runs with their own config seed; the same seed twice -> the same numbers;
     an empty seed list is refused before any training."""
-    from utils.eval.control import run_condition
+    from utils.runs.control import run_condition
     from utils.verifiers.arithmetic import strict_reward
 
     model, tok = shipped

@@ -1,10 +1,12 @@
-"""Lab 07's data and compute tools: utils/tasks/curation.py and utils/eval/scaling.py, by hand."""
+"""Lab 07's data and compute tools: utils/tasks/curation.py, utils.eval.metrics.pass_rates and
+utils/eval/scaling.py, by hand."""
 import numpy as np
 import pytest
 
+from utils.eval.metrics import pass_rates
 from utils.eval.scaling import fit_sigmoid, predict, sigmoid
 from utils.tasks import curation
-from utils.tasks.curation import curriculum, level_pools, pass_rates, random_subset, sweet_spot
+from utils.tasks.curation import curriculum, level_pools, random_subset, sweet_spot
 
 
 def test_sweet_spot_by_hand():
@@ -44,11 +46,11 @@ def test_curriculum_by_hand():
 
 def test_pass_rates_by_hand(monkeypatch):
     """Scripted samples: prompt 0 right 3 times of 4, prompt 1 never, prompt 2 always."""
-    from utils.tasks import curation
+    from utils.eval import metrics
 
     class Ro:
         texts = ["1", "1", "x", "1", "x", "x", "x", "x", "3", "3", "3", "3"]
-    monkeypatch.setattr(curation, "sample_in_batches", lambda *a, **k: iter([(0, Ro())]))
+    monkeypatch.setattr(metrics, "sample_in_batches", lambda *a, **k: iter([(0, Ro())]))
     seen = {}
 
     def correct(completions, answer, tag=None):

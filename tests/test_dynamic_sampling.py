@@ -1,4 +1,4 @@
-"""DAPO's dynamic sampling (GRPOConfig.dynamic_sampling, utils.rl.loop.dynamic_batch) and the rollout
+"""DAPO's dynamic sampling (GRPOConfig.dynamic_sampling, utils.rl.rollout.dynamic_batch) and the rollout
 helpers it uses (policy.select_rows, policy.concat_rollouts), against values worked out by hand."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import torch
 
 from utils.models.policy import Rollout, concat_rollouts, select_rows
 from utils.rl.grpo import GRPOConfig
-from utils.rl.loop import dynamic_batch
+from utils.rl.rollout import GroupRollout, dynamic_batch
 
 G = 2
 
@@ -121,7 +121,7 @@ def test_training_with_dynamic_sampling():
 
 
 def test_pools_restrict_each_steps_prompts_and_budget_stops_early():
-    """train_grpo(pools=...) draws step s's prompts from pools[s] only, in every dynamic-sampling round too;
+    """GroupRollout(pools=...) draws step s's prompts from pools[s] only, in every dynamic-sampling round too;
     cfg.max_completions stops the run once that many completions were sampled."""
     from utils.models.policy import load_policy
     from utils.rl.loop import train_grpo
@@ -140,17 +140,17 @@ def test_pools_restrict_each_steps_prompts_and_budget_stops_early():
     pools = [[0, 1, 2], [10, 11], [20, 21, 22, 23]]
     kw = dict(steps=3, batch_size=16, group_size=4, lr=1e-4, eval_every=0, eval_n=4, track_kl=False, seed=0)
     train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw), progress=False,
-               columns={"idx": list(range(40))}, pools=pools)
+               rollout=GroupRollout(columns={"idx": list(range(40))}, pools=pools))
     assert [set(s) <= set(p) for s, p in zip(seen, pools)] == [True] * 3, (seen, pools)
     seen.clear()
     hist = train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw, dynamic_sampling=True), progress=False,
-                      columns={"idx": list(range(40))}, pools=pools)
+                      rollout=GroupRollout(columns={"idx": list(range(40))}, pools=pools))
     steps = np.repeat(np.arange(3), [h["sampling_rounds"] for h in hist])
     assert all(set(s) <= set(pools[t]) for s, t in zip(seen, steps)), "refill rounds draw from the step's pool"
     for bad in ([[0]], [[0], [], [1]], [[0], [1], [40]]):
         with pytest.raises(ValueError, match="pools"):
             train_grpo(policy, tok, prompts, answers, reward, GRPOConfig(**kw), progress=False,
-                       columns={"idx": list(range(40))}, pools=bad)
+                       rollout=GroupRollout(columns={"idx": list(range(40))}, pools=bad))
     hist = train_grpo(policy, tok, prompts, answers, strict_reward,
                       GRPOConfig(**dict(kw, steps=10, max_completions=40)), progress=False)
     assert len(hist) == 3 and sum(h["completions_sampled"] for h in hist) == 48, "stops at the first step >= 40"

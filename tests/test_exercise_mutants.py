@@ -745,7 +745,7 @@ def test_fill_batch_mutant_rejected(mistake):
 
 
 def test_fill_batch_rounds_counted_and_shape_checked(capsys):
-    from utils.rl.loop import fill_batch
+    from utils.rl.rollout import fill_batch
     rejected(ex.check_fill_batch, fill_counts_rounds_from_one, "rounds used")
     rejected(ex.check_fill_batch, lambda rr, G, n: [(0, 0)], "must return")
     assert ex.check_fill_batch(fill) is fill and ex.check_fill_batch(fill_batch) is fill_batch

@@ -18,6 +18,7 @@ from utils.rl.grpo import (
     policy_loss,
 )
 from utils.rl.loop import train_grpo, update
+from utils.rl.rollout import GroupRollout
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
 
@@ -342,7 +343,7 @@ def test_train_grpo_passes_columns_and_judges_right_with_correct_fn(shipped, tra
 
     cfg = GRPOConfig(**TINY)
     hist = train_grpo(copy.deepcopy(model), tok, prompts, answers, reward, cfg, progress=False,
-                      columns={"idx": list(range(40))}, correct_fn=everything_right)
+                      rollout=GroupRollout(columns={"idx": list(range(40))}), correct_fn=everything_right)
     assert len(calls) == 3
     for ans, idx in calls:                                    # 4 prompts x G = 4 completions each
         assert len(idx) == cfg.batch_size and ans == [answers[i] for i in idx]
@@ -352,7 +353,8 @@ def test_train_grpo_passes_columns_and_judges_right_with_correct_fn(shipped, tra
         assert 0 <= r["truncated_frac"] <= 1
     for bad in ({"idx": [0] * 39}, {"answer": list(range(40))}, {"idx": 5}):
         with pytest.raises(ValueError, match="columns"):
-            train_grpo(copy.deepcopy(model), tok, prompts, answers, reward, cfg, progress=False, columns=bad)
+            train_grpo(copy.deepcopy(model), tok, prompts, answers, reward, cfg, progress=False,
+                       rollout=GroupRollout(columns=bad))
 
 
 def test_sample_marks_truncated_rows(shipped):
@@ -500,7 +502,7 @@ def _update(model, ro, adv, cfg, loss_fn=policy_loss):
 
 def test_entropy_bonus_is_minus_coef_times_mean_entropy_and_has_a_gradient(shipped):
     """With zero advantages and no KL the surrogate is 0, so the loss is the bonus alone."""
-    from utils.rl.grpo import masked_mean
+    from utils.models.policy import masked_mean
     model, _ = shipped
     ro = _rollout(shipped)
     adv = torch.zeros(ro.completion_ids.shape[0])

@@ -92,7 +92,7 @@ def test_unmapped_knobs_refused_or_said(tmp_path):
     with pytest.raises(ValueError, match="baseline='median' has no trl.GRPOConfig field"):
         to_trl_config(GRPOConfig(baseline="median"), str(tmp_path))
     rows = {r["ours"]: r for r in knob_table()}
-    for ours in ("dynamic_sampling", "baseline", "train_grpo(pools=)"):
+    for ours in ("dynamic_sampling", "baseline", "GroupRollout(pools=)"):
         assert rows[ours]["trl"] == "(none)" and rows[ours]["note"]
     concepts = {r["concept"] for r in knob_table()}
     assert {"group size G", "clip-higher", "KL penalty", "loss aggregation", "several updates per batch",

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from utils.eval.metrics import evaluate, pass_at_k
-from utils.rl.grpo import masked_mean
+from utils.models.policy import masked_mean
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_match
 

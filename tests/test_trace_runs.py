@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from utils.eval.trace_runs import check_cap, max_cap, min_cap, trace_metrics, train_on_traces
+from utils.eval.trace_runs import check_cap, max_cap, min_cap, trace_metrics
 from utils.models.policy import TRACE, load_policy
 from utils.rl.grpo import GRPOConfig
+from utils.runs.traces import train_on_traces
 from utils.verifiers import traces
 
 

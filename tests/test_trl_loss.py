@@ -27,6 +27,7 @@ import pytest
 import torch
 import trl
 
+from utils.models.policy import masked_mean
 from utils.rl.grpo import (
     LOSS_TYPES,
     GRPOConfig,
@@ -34,7 +35,6 @@ from utils.rl.grpo import (
     group_advantages,
     high_entropy_mask,
     kl_k3,
-    masked_mean,
     per_token_loss,
     policy_loss,
 )

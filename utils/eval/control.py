@@ -1,15 +1,11 @@
 """The random-reward control (Lab 03). Before crediting a gain to the verifier, train again with a
 reward that carries no information, matched in rate, and everything else equal. If that run gains
 too, the gain is not (only) the verifier's. Spurious rewards: arXiv 2506.10947; contamination as
-the explanation of the Qwen2.5-Math result: arXiv 2507.10532.
+the explanation of the Qwen2.5-Math result: arXiv 2507.10532. The runs themselves: utils.runs.control.
 """
-import copy
-from dataclasses import asdict, replace
-
 import numpy as np
 
-from utils.eval.metrics import evaluate, policy_report
-from utils.rl.loop import train_grpo
+from utils.eval.metrics import evaluate
 from utils.verifiers.arithmetic import strict_reward
 
 THRESHOLD = 0.05  # a random-reward change of more than 5 points of held-out accuracy, either way, is reported
@@ -40,29 +36,6 @@ def check_same_config(runs):
                 diff = sorted(k for k in ref if ref[k] != cfg.get(k))
                 raise ValueError(f"runs differ in more than the seed: {name!r} vs {ref_name!r} differ in {diff}. "
                                  f"A control is only a control if everything else is equal.")
-
-
-def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, progress=True):
-    """Train a fresh copy of `base` once per seed. make_reward(seed) -> reward function (so a random
-    reward gets its own stream per seed; for a fixed verifier: lambda seed: strict_reward).
-    train, heldout: (prompts, answers). Returns a list of run dicts: seed, config (a dict),
-    history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy), answers (the greedy
-    answers to the first N_SHOWN held-out prompts, for showing)."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed (three or more to see the spread)")
-    cfg.validate()
-    out = []
-    for s in seeds:
-        policy = copy.deepcopy(base)
-        c = replace(cfg, seed=s)
-        hist = train_grpo(policy, tokenizer, train[0], train[1], make_reward(s), c, heldout[0], heldout[1],
-                          progress=progress)
-        greedy = evaluate(policy, tokenizer, heldout[0][:N_SHOWN], heldout[1][:N_SHOWN], k=1, temperature=0)
-        out.append({"seed": s, "config": asdict(c), "history": hist,
-                    "after": policy_report(policy, tokenizer, heldout[0], heldout[1], seed=7),
-                    "answers": list(greedy["texts"])})
-    return out
 
 
 def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass@1"):

@@ -21,7 +21,7 @@ relative to the run itself where the scale depends on the task):
 import numpy as np
 import torch.nn.functional as F
 
-from utils.rl.grpo import masked_mean
+from utils.models.policy import masked_mean
 
 STD_FLOOR = 0.1
 ENTROPY_RATIO = 0.5  # flag when the last steps' mean entropy is under half the first steps' mean

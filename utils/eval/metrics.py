@@ -251,3 +251,23 @@ def largest_k_under(curve, ks, level=0.05):
     k). Returns None if even the smallest k is at or over the level."""
     under = [k for k, v in zip(ks, curve) if v < level]
     return int(max(under)) if under else None
+
+
+def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tokens=64, seed=0, columns=None,
+               batch_size=1024):
+    """The share of n samples (temperature 1, seeded) that correct_fn judges right (>= 1.0), per prompt:
+    a float array [len(prompts)]. correct_fn has the verifier signature (completions, answer, **columns);
+    columns {name: list aligned with prompts} are passed to it, one value per completion."""
+    if n < 1 or not len(prompts) or len(prompts) != len(answers):
+        raise ValueError(f"pass_rates needs n >= 1 and prompts and answers of one non-zero length (got n={n}, "
+                         f"{len(prompts)} prompts, {len(answers)} answers)")
+    columns = columns or {}
+    out = np.zeros(len(prompts))
+    for i, ro in sample_in_batches(model, tokenizer, prompts, k=n, max_new_tokens=max_new_tokens, seed=seed,
+                                   batch_size=batch_size):
+        m = len(ro.texts) // n
+        ans = [answers[i + j // n] for j in range(m * n)]
+        extra = {c: [col[i + j // n] for j in range(m * n)] for c, col in columns.items()}
+        right = np.array(correct_fn(ro.texts, ans, **extra)) >= 1.0   # [m * n]
+        out[i:i + m] = right.reshape(m, n).mean(1)
+    return out

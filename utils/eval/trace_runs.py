@@ -1,22 +1,17 @@
-"""Lab 06's runs on the scratchpad task: train the trace model on one reward, then judge it by numbers
-that reward does not see. benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run
-is one of the benchmark's.
+"""Lab 06's measures on the scratchpad task: the numbers by which a trace model trained on one reward is
+judged, numbers that reward does not see (the runs themselves: utils.runs.traces.train_on_traces).
+benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run is one of the benchmark's.
 
     trace_metrics    the means of traces.judge()'s verdicts over sampled completions, and their lengths
     min_cap          the fewest new tokens that hold the shortest right trace of some problems (+ EOS)
     check_cap        ValueError naming GRPOConfig.max_new_tokens when the cap cannot hold any right trace
-    train_on_traces  a fresh trace model trained with GRPO on one reward, with its history and final numbers
     heldout_curve    a run's held-out pass@1 against completions sampled (or training seconds), from the base model
 """
-import time
-from dataclasses import asdict
-
 import numpy as np
 
 from utils.eval.metrics import sample_in_batches
-from utils.rl.loop import train_grpo
 from utils.tasks.scratchpad import format_trace, steps_for
-from utils.verifiers.traces import judge, outcome_reward
+from utils.verifiers.traces import judge
 
 METRICS = ("pass@1", "cot_pass@1", "steps_exact", "well_formed", "arithmetic_score", "process_score", "length",
            "length_right", "length_wrong", "truncated")
@@ -94,27 +89,6 @@ def max_cap(tokenizer, rows):
     longest = max((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(rows["a"], rows["b"])),
                   key=len)
     return len(tokenizer(longest)["input_ids"]) + 1
-
-
-def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True, pools=None):
-    """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
-    columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
-    the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
-    the cap first (check_cap). progress: True, False, or the progress bar's label (a str). pools: train_grpo's
-    (one array of indices into `train` per step: Lab 07's curriculum). Returns dict(config, seconds, history,
-    final: trace_metrics on all of `test` with eval_k samples each, seed 0, and the model)."""
-    import copy
-
-    cfg.validate()
-    check_cap(cfg.max_new_tokens, tokenizer, train)
-    model = copy.deepcopy(base)
-    t = time.time()
-    hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
-                      eval_prompts=test["prompt"], eval_answers=test["answer"], progress=progress,
-                      columns={"a": list(train["a"]), "b": list(train["b"])}, correct_fn=outcome_reward, pools=pools)
-    seconds = time.time() - t
-    final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)
-    return {"config": asdict(cfg), "seconds": seconds, "history": hist, "final": final, "model": model}
 
 
 def heldout_curve(history, start, x="completions"):

@@ -69,7 +69,7 @@ def load_policy(name=SHIPPED, device="cpu"):
     path = shipped[name][0] if name in shipped else name
     if name in shipped and not os.path.exists(os.path.join(path, "config.json")):
         raise FileNotFoundError(f"the shipped model {name!r} is missing from {path}; rebuild it with "
-                                f"`python -m utils.models.build_base_model{shipped[name][1]}`")
+                                f"`python -m utils.runs.build_base_model{shipped[name][1]}`")
 
     def load(**kw):
         return AutoTokenizer.from_pretrained(path, **kw), AutoModelForCausalLM.from_pretrained(path, **kw)
@@ -247,6 +247,12 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
             row = row[:-1]
         texts.append(tokenizer.decode(row, skip_special_tokens=True))
     return Rollout(ids, mask, out_ids, cmask, out_lp, texts, truncated=~done)  # not done: never wrote EOS
+
+
+def masked_mean(x, mask):
+    """Mean of x [N, T] over positions where mask [N, T] is 1 (0.0 if the mask is empty)."""
+    m = mask.to(x.dtype)
+    return (x * m).sum() / m.sum().clamp(min=1)
 
 
 def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,

@@ -101,12 +101,6 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high):
     return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 
 
-def masked_mean(x, mask):
-    """Mean of x [N, T] over positions where mask [N, T] is 1 (0.0 if the mask is empty)."""
-    m = mask.to(x.dtype)
-    return (x * m).sum() / m.sum().clamp(min=1)
-
-
 def high_entropy_mask(entropy, mask, frac):
     """mask [N, T] restricted to the top `frac` share of its tokens by entropy [N, T] (ties kept).
     Training only on these "forking" tokens is the remedy of arXiv 2506.01939 (frac 0.2)."""

@@ -82,7 +82,7 @@ KNOBS = [
     ("dynamic sampling", "dynamic_sampling", None, "07", None,
      "no field: TRL trains every group; filter prompts by pass rate (Lab 07) instead"),
     ("baseline", "baseline", None, "03", None, "TRL has the group mean only"),
-    ("curriculum", "train_grpo(pools=)", None, "07", None, "no field: TRL shuffles; order the dataset yourself"),
+    ("curriculum", "GroupRollout(pools=)", None, "07", None, "no field: TRL shuffles; order the dataset yourself"),
     ("the reward functions", "reward_fn", "GRPOTrainer(reward_funcs=)", "02", None,
      "a trainer argument, same signature; several are summed with reward_weights"),
     ("LoRA adapter", "peft_config", "GRPOTrainer(peft_config=)", "08", None, "a trainer argument (peft)"),

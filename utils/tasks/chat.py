@@ -4,10 +4,8 @@ layout with special tokens) and answers in a sentence; the course's models conti
 chat_prompts puts each problem in the model's own template when its tokenizer has one, as one string, so TRL
 treats it as plain text and the verifiers receive plain strings; with the shipped character tokenizer (no
 template) the prompts are returned unchanged, so offline the lab runs the very same code path. A chat model's
-answer is judged by careful_match's rules (Lab 02: one number, thousands separators, one full stop) after
-answer_line takes what follows the last "Answer:".
+answer is judged by utils.verifiers.chat.chat_reward.
 """
-from utils.verifiers.signature import reward_from_match
 
 INSTRUCTION = "Compute {problem} Reply with one line: 'Answer: <the number>'."
 
@@ -32,23 +30,3 @@ def chat_dataset(tokenizer, dataset):
     if not has_chat_template(tokenizer):
         return dataset
     return dataset.remove_columns("prompt").add_column("prompt", chat_prompts(tokenizer, dataset["prompt"]))
-
-
-def answer_line(text, max_chars=4096):
-    """The text after the last 'Answer:' (case-insensitive) up to the end of that line, or the whole text when
-    there is none (the shipped models write the number alone). Never raises: a non-string gives ''."""
-    if not isinstance(text, str):
-        return ""
-    text = text[:max_chars]
-    i = text.lower().rfind("answer:")
-    return (text[i + len("answer:"):] if i >= 0 else text).split("\n", 1)[0].strip()
-
-
-def chat_match(text, answer):
-    """careful_match (Lab 02) on answer_line(text): 1.0 or 0.0."""
-    from utils.verifiers.arithmetic import careful_match
-    return careful_match(answer_line(text), answer)
-
-
-# the verifier signature TRL's reward functions have: completions, answer, **kw -> list of floats
-chat_reward = reward_from_match(chat_match)

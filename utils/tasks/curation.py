@@ -1,7 +1,6 @@
-"""Choosing and ordering training prompts (Lab 07): per-prompt pass rates, the sweet-spot filter, a random
-subset of the same size, and a curriculum schedule.
-
-    python -m utils.tasks.curation   # the trace model's pass rates on every train prompt (n=16): ~4 minutes
+"""Choosing and ordering training prompts (Lab 07): the shipped per-prompt pass rates, the sweet-spot filter, a
+random subset of the same size, and a curriculum schedule. The pass rates are measured by
+utils.eval.metrics.pass_rates and written by `python -m utils.runs.pass_rates` (~4 minutes).
 
 The sources' rule of thumb (../shared/SOURCE_NOTES.md, "Data and length"): keep the prompts the base model
 solves sometimes, pass rate between 0.3 and 0.7. A prompt it always solves gives a group whose rewards are all
@@ -13,30 +12,9 @@ import os
 import numpy as np
 
 from utils import DATA_DIR
-from utils.eval.metrics import sample_in_batches
 
 PASS_RATES_FILE = os.path.join(DATA_DIR, "scratchpad", "train_pass_rates.json")
 PASS_RATES_CONFIG = dict(model="rlvr-trace", n=16, seed=0, max_new_tokens=64, batch_size=1024)
-
-
-def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tokens=64, seed=0, columns=None,
-               batch_size=1024):
-    """The share of n samples (temperature 1, seeded) that correct_fn judges right (>= 1.0), per prompt:
-    a float array [len(prompts)]. correct_fn has the verifier signature (completions, answer, **columns);
-    columns {name: list aligned with prompts} are passed to it, one value per completion."""
-    if n < 1 or not len(prompts) or len(prompts) != len(answers):
-        raise ValueError(f"pass_rates needs n >= 1 and prompts and answers of one non-zero length (got n={n}, "
-                         f"{len(prompts)} prompts, {len(answers)} answers)")
-    columns = columns or {}
-    out = np.zeros(len(prompts))
-    for i, ro in sample_in_batches(model, tokenizer, prompts, k=n, max_new_tokens=max_new_tokens, seed=seed,
-                                   batch_size=batch_size):
-        m = len(ro.texts) // n
-        ans = [answers[i + j // n] for j in range(m * n)]
-        extra = {c: [col[i + j // n] for j in range(m * n)] for c, col in columns.items()}
-        right = np.array(correct_fn(ro.texts, ans, **extra)) >= 1.0   # [m * n]
-        out[i:i + m] = right.reshape(m, n).mean(1)
-    return out
 
 
 def sweet_spot(rates, lo=0.3, hi=0.7):
@@ -105,35 +83,9 @@ def level_pools(levels_per_step, digits):
 
 def load_pass_rates():
     """The shipped pass rates of the trace model on the scratchpad train split, in split order: a float array
-    [6000] of right answers out of PASS_RATES_CONFIG["n"] samples. Written by `python -m utils.tasks.curation`."""
+    [6000] of right answers out of PASS_RATES_CONFIG["n"] samples. Written by `python -m utils.runs.pass_rates`."""
     if not os.path.exists(PASS_RATES_FILE):
-        raise FileNotFoundError(f"{PASS_RATES_FILE} is missing; write it with `python -m utils.tasks.curation`")
+        raise FileNotFoundError(f"{PASS_RATES_FILE} is missing; write it with `python -m utils.runs.pass_rates`")
     with open(PASS_RATES_FILE) as f:
         d = json.load(f)
     return np.asarray(d["right"], dtype=float) / d["config"]["n"]
-
-
-def write_pass_rates():
-    """Measure the trace model's pass rate on every scratchpad train prompt (PASS_RATES_CONFIG) and write them."""
-    import time
-
-    from utils.models.policy import load_policy
-    from utils.setup import setup
-    from utils.tasks.scratchpad import load_split
-    from utils.verifiers.traces import outcome_reward
-
-    c = PASS_RATES_CONFIG
-    setup(c["seed"], quiet=True)
-    model, tok = load_policy(c["model"])
-    train, t = load_split("train"), time.time()
-    rates = pass_rates(model, tok, train["prompt"], train["answer"], outcome_reward, n=c["n"],
-                       max_new_tokens=c["max_new_tokens"], seed=c["seed"], batch_size=c["batch_size"])
-    right = [int(round(r * c["n"])) for r in rates]
-    with open(PASS_RATES_FILE, "w") as f:
-        json.dump({"config": c, "seconds": round(time.time() - t, 1), "right": right}, f)
-    print(f"wrote {PASS_RATES_FILE}: {len(right)} prompts, mean pass rate {np.mean(rates):.3f}, "
-          f"{time.time() - t:.0f} s")
-
-
-if __name__ == "__main__":
-    write_pass_rates()

@@ -109,7 +109,7 @@ def make_splits(seed=SPLITS_SEED, sizes=None):
     return out
 
 
-# The base model's pre-training text (utils/models/build_base_model.py, task "scratchpad"): right traces,
+# The base model's pre-training text (utils/runs/build_base_model.py, task "scratchpad"): right traces,
 # and the flaws of real working, so that RL finds length and trace quality that vary.
 NOISE = {
     "right": 0.55,     # the right steps and answer

@@ -51,8 +51,8 @@ FILL_CASES = [  # (rounds of rewards, G, n_groups, expected (kept, rounds used),
 
 def check_fill_batch(fn):
     """Check fn(round_rewards, G, n_groups) -> (kept (round, group) pairs, rounds used), dynamic sampling's
-    refill (loop.fill_batch), on FILL_CASES. Returns the function to use."""
-    from utils.rl.loop import fill_batch
+    refill (rollout.fill_batch), on FILL_CASES. Returns the function to use."""
+    from utils.rl.rollout import fill_batch
     try:
         fn([torch.tensor([0.0, 1.0])], 2, 1)
     except NotImplementedError:

@@ -1,9 +1,9 @@
 """Build a shipped base model: a small GPT-2 pre-trained on one task's text, stopped early.
 
-    python -m utils.models.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
-    python -m utils.models.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
-    python -m utils.models.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
-    python -m utils.models.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
+    python -m utils.runs.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
+    python -m utils.runs.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
+    python -m utils.runs.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
+    python -m utils.runs.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 
 Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
 OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:

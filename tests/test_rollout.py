@@ -1,0 +1,90 @@
+"""train_grpo's rollout seam (utils/rl/rollout.py): a rollout of one's own plugs in, its loss mask decides which
+tokens train, its counters reach the record, and a Batch that breaks the contract is refused by name."""
+import copy
+
+import pytest
+import torch
+
+from utils.models.policy import load_policy
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.rl.rollout import Batch, GroupRollout
+
+CFG = dict(steps=2, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
+PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
+
+
+def half_right(completions, answer, **kw):
+    return [float(i % 2) for i in range(len(completions))]  # every group has spread: nonzero advantages
+
+
+class MaskedRollout(GroupRollout):
+    """GroupRollout whose loss mask keeps only the first `keep` completion tokens of each row (a multi-turn
+    rollout zeroes the environment's tokens the same way), and which counts the tokens it masked."""
+
+    def __init__(self, keep):
+        super().__init__()
+        self.keep = keep
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        draw = super().start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
+
+        def masked(step):
+            b = draw(step)
+            m = b.ro.completion_mask.clone()
+            m[:, self.keep:] = 0
+            ro = copy.copy(b.ro)
+            ro.completion_mask, ro.logprobs = m, b.ro.logprobs * m
+            return Batch(ro, b.rewards, b.right, b.counts | {"masked_tokens": int((b.ro.completion_mask - m).sum())})
+        return masked
+
+
+def moved(rollout):
+    """Max weight change of the shipped model after 2 steps with this rollout, and the history."""
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    hist = train_grpo(policy, tok, PROMPTS, ANSWERS, half_right, GRPOConfig(**CFG), progress=False, rollout=rollout)
+    return max((p - q).abs().max().item() for p, q in zip(policy.parameters(), base.parameters())), hist
+
+
+def test_default_rollout_is_group_rollout():
+    """rollout=None and rollout=GroupRollout() train the same weights and the same history."""
+    a, ha = moved(None)
+    b, hb = moved(GroupRollout())
+    assert a == b > 0
+    assert [{k: v for k, v in r.items() if "seconds" not in k} for r in ha] == \
+        [{k: v for k, v in r.items() if "seconds" not in k} for r in hb]
+
+
+def test_the_loss_mask_decides_what_trains_and_counters_reach_the_record():
+    none, hist = moved(MaskedRollout(keep=0))        # no token carries loss: the policy does not move
+    assert none == 0.0
+    assert all(r["masked_tokens"] > 0 and r["completions_sampled"] == CFG["batch_size"] for r in hist)
+    some, _ = moved(MaskedRollout(keep=1))           # the first token of each completion carries loss
+    assert some > 0
+
+
+def test_a_batch_without_completions_sampled_is_refused_by_name():
+    class NoCount(GroupRollout):
+        def start(self, *a, **kw):
+            draw = super().start(*a, **kw)
+            return lambda step: Batch(*[getattr(draw(step), f) for f in ("ro", "rewards", "right")], counts={})
+    with pytest.raises(ValueError, match="completions_sampled"):
+        moved(NoCount())
+
+
+def test_group_rollout_rows_come_in_groups_with_their_own_columns():
+    """One draw: batch_size rows, group_size consecutive rows per prompt, the prompt's column value on each."""
+    policy, tok = load_policy()
+    seen = {}
+
+    def reward(completions, answer, idx):
+        seen["idx"], seen["answer"] = idx, answer
+        return [0.0] * len(completions)
+    cfg = GRPOConfig(**CFG)
+    draw = GroupRollout(columns={"idx": [0, 1, 2, 3]}).start(policy, tok, PROMPTS, ANSWERS, reward, cfg)
+    b = draw(0)
+    assert b.ro.completion_ids.shape[0] == cfg.batch_size == len(seen["idx"]) and b.rewards.dtype == torch.float32
+    assert all(seen["idx"][j] == seen["idx"][j - j % 4] for j in range(8))
+    assert seen["answer"] == [ANSWERS[i] for i in seen["idx"]] and b.right is None
+    assert b.counts == {"completions_sampled": cfg.batch_size}

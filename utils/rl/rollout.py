@@ -1,0 +1,140 @@
+"""How a batch of completions comes to be: the rollout seam of train_grpo (as TRL's `rollout_func`).
+
+The contract. A rollout has one method, start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn),
+called once before training; it checks its inputs (ValueError naming what to fix), seeds its own random
+streams from cfg.seed, and returns draw(step) -> Batch, which train_grpo calls once per step. A Batch holds:
+
+    ro        a utils.models.policy.Rollout of N rows, groups of cfg.group_size consecutive rows:
+                prompt_ids, prompt_mask   [N, P]  the prompts, left padded
+                completion_ids            [N, T]  every token after the prompt (a multi-turn episode puts the
+                                                  environment's tokens here too)
+                completion_mask           [N, T]  1 on the tokens that carry loss (0: padding, the environment's)
+                logprobs                  [N, T]  the sampler's log-probs of those tokens (0 where the mask is 0):
+                                                  the "old" policy of the clipped ratio
+                texts [N] (what the verifier reads), truncated [N] bool (cut by max_new_tokens) or None
+    rewards   [N] float32
+    right     [N] bool (correct, for the record's right/wrong lengths) or None (= reward >= 1)
+    counts    a dict added to the step's record; completions_sampled (all drawn, kept or not) is required
+
+GroupRollout is the course's rollout: single-turn sampling of G completions per prompt. A new way of making
+completions (Labs 09-11: a multi-turn episode with a tool's answers masked out, a stale or lower-precision
+sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from utils.models.policy import Rollout, concat_rollouts, sample, select_rows
+
+
+@dataclass
+class Batch:
+    ro: Rollout
+    rewards: torch.Tensor        # [N]
+    right: torch.Tensor | None   # [N] bool
+    counts: dict
+
+
+@dataclass
+class GroupRollout:
+    """Each step: draw batch_size / group_size prompts with replacement (seeded by cfg.seed; from pools[step] if
+    pools is given: Lab 07's curriculum, built by curation.level_pools), sample group_size completions of each
+    (generate), reward them with reward_fn(texts, answers, **columns), and with cfg.dynamic_sampling refill the
+    batch with groups whose rewards differ (dynamic_batch).
+
+    columns {name: list aligned with prompts} reach reward_fn and correct_fn as keyword arguments, one value per
+    completion, as TRL passes a dataset's extra columns (Lab 06's trace verifiers read the operands a and b)."""
+    columns: dict | None = None
+    pools: list | None = None
+
+    def generate(self, policy, tokenizer, prompts, cfg, generator):
+        """cfg.group_size completions of each prompt, as a Rollout of len(prompts) * group_size rows."""
+        return sample(policy, tokenizer, prompts, k=cfg.group_size, temperature=cfg.temperature,
+                      max_new_tokens=cfg.max_new_tokens, generator=generator)
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        prompts, answers = list(prompts), list(answers)
+        if not prompts or len(prompts) != len(answers):
+            raise ValueError(f"prompts and answers must be non-empty and the same length "
+                             f"(got {len(prompts)} and {len(answers)})")
+        columns = dict(self.columns or {})
+        for name, col in columns.items():
+            if name in ("completions", "answer") or not hasattr(col, "__len__") or len(col) != len(prompts):
+                raise ValueError(f"columns[{name!r}] must be a list with one value per prompt ({len(prompts)}), "
+                                 f"named other than 'completions' and 'answer'")
+        pools = None if self.pools is None else [np.asarray(p, dtype=int) for p in self.pools]
+        if pools is not None and (len(pools) < cfg.steps or any(p.size == 0 or p.min() < 0 or p.max() >= len(prompts)
+                                                                 for p in pools)):
+            raise ValueError(f"pools must hold a non-empty array of prompt indices (0..{len(prompts) - 1}) for each "
+                             f"of the {cfg.steps} steps (got {len(pools)} pools)")
+        rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
+        gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
+        G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
+
+        def draw_round(idx):  # prompts idx [n] -> (Rollout [n * G rows], rewards [N], right [N] or None)
+            ro = self.generate(policy, tokenizer, [prompts[i] for i in idx], cfg, gen)
+            batch_a = [answers[i] for i in idx for _ in range(G)]
+            extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
+            rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)
+            right = None if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra)) >= 1.0
+            return ro, rewards, right
+
+        def draw(step):
+            pool = None if pools is None else pools[step]
+            pick = lambda: (rng.integers(0, len(prompts), n_prompts) if pool is None  # noqa: E731
+                            else pool[rng.integers(0, len(pool), n_prompts)])
+            if cfg.dynamic_sampling:
+                ro, rewards, right, counts = dynamic_batch(draw_round, pick(), pick, cfg, tokenizer.pad_token_id)
+                return Batch(ro, rewards, right, counts)
+            return Batch(*draw_round(pick()), {"completions_sampled": cfg.batch_size})
+        return draw
+
+
+def dynamic_batch(draw, idx, pick, cfg, pad_id):
+    """DAPO's dynamic sampling (arXiv 2503.14476): keep only groups whose rewards differ (a group whose
+    completions all score alike has advantage 0 and teaches nothing), and draw more prompts until the batch
+    holds batch_size / group_size such groups, or cfg.max_sampling_rounds rounds have been drawn.
+
+    draw(idx) -> (Rollout, rewards [N], right [N] or None) samples and rewards prompts idx; pick() -> the next
+    round's prompt indices. The batch is the first informative groups found, in the order drawn; after
+    max_sampling_rounds it may hold fewer (a smaller batch, as DAPO's cap allows). If no group in any round
+    differed, the last round is trained as drawn (all advantages 0: only a KL term moves the policy). Returns
+    (Rollout, rewards, right, counts) with counts the step's completions_sampled, sampling_rounds, groups_kept
+    and drawn_zero_spread_frac: the share of all groups drawn whose rewards were all alike (the step's
+    zero_spread_frac is of the kept groups, so with dynamic sampling it is 0 whenever the batch filled)."""
+    G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
+    parts = []
+    while True:
+        parts.append(draw(idx))
+        kept, used = fill_batch([p[1] for p in parts], G, n_prompts)
+        if used < len(parts) or len(kept) >= n_prompts or len(parts) >= cfg.max_sampling_rounds:
+            break
+        idx = pick()
+    rounds = len(parts)
+    alike = sum(int((r.view(-1, G).max(1).values == r.view(-1, G).min(1).values).sum()) for _, r, _ in parts)
+    counts = {"completions_sampled": rounds * cfg.batch_size, "sampling_rounds": rounds, "groups_kept": len(kept),
+              "drawn_zero_spread_frac": alike / (rounds * n_prompts)}
+    if not kept:
+        return (*parts[-1], counts)
+    rows = [torch.arange(g * G, (g + 1) * G) for _, g in kept]                 # completion rows, in kept order
+    ro = concat_rollouts([select_rows(parts[r][0], i) for (r, _), i in zip(kept, rows)], pad_id)
+    rewards = torch.cat([parts[r][1][i] for (r, _), i in zip(kept, rows)])
+    right = None if parts[0][2] is None else torch.cat([parts[r][2][i] for (r, _), i in zip(kept, rows)])
+    return ro, rewards, right, counts
+
+
+def fill_batch(round_rewards, G, n_groups):
+    """Dynamic sampling's choice (arXiv 2503.14476): given the rewards of the rounds drawn so far, in order
+    (a list of [n * G] tensors, groups of G consecutive completions), the first n_groups groups whose rewards
+    are not all alike, in the order drawn, as (round, group) pairs; and how many rounds that took (all of
+    them if the batch is not full). E.g. rounds [1,1, 0,1] and [0,0, 1,0] with G=2, n_groups=2 ->
+    ([(0, 1), (1, 1)], 2)."""
+    kept = []
+    for r, rewards in enumerate(round_rewards):
+        rg = rewards.view(-1, G)                                                # [n, G]
+        for g in (rg.max(1).values > rg.min(1).values).nonzero().flatten().tolist():
+            kept.append((r, g))
+            if len(kept) == n_groups:
+                return kept, r + 1
+    return kept, len(round_rewards)

@@ -1,0 +1,30 @@
+"""Lab 06-07's runs: a fresh trace model trained with GRPO on one reward, then judged by numbers that reward does
+not see (utils.eval.trace_runs). benchmarks/lab06.py, benchmarks/lab07.py and the notebooks share it."""
+import copy
+import time
+from dataclasses import asdict
+
+from utils.eval.trace_runs import check_cap, trace_metrics
+from utils.rl.loop import train_grpo
+from utils.rl.rollout import GroupRollout
+from utils.verifiers.traces import outcome_reward
+
+
+def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True, pools=None):
+    """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
+    columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
+    the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
+    the cap first (check_cap). progress: True, False, or the progress bar's label (a str). pools: GroupRollout's
+    (one array of indices into `train` per step: Lab 07's curriculum). Returns dict(config, seconds, history,
+    final: trace_metrics on all of `test` with eval_k samples each, seed 0, and the model)."""
+    cfg.validate()
+    check_cap(cfg.max_new_tokens, tokenizer, train)
+    model = copy.deepcopy(base)
+    t = time.time()
+    rollout = GroupRollout(columns={"a": list(train["a"]), "b": list(train["b"])}, pools=pools)
+    hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
+                      eval_prompts=test["prompt"], eval_answers=test["answer"], progress=progress,
+                      correct_fn=outcome_reward, rollout=rollout)
+    seconds = time.time() - t
+    final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)
+    return {"config": asdict(cfg), "seconds": seconds, "history": hist, "final": final, "model": model}
