@@ -1,0 +1,34 @@
+"""tools/compare_runs.py, the bit-identity check for refactors: it sees a one-ulp change and ignores the clock."""
+import importlib.util
+from pathlib import Path
+
+import torch
+
+_spec = importlib.util.spec_from_file_location("compare_runs", Path(__file__).resolve().parents[1] / "tools" /
+                                               "compare_runs.py")
+cr = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cr)
+
+
+def test_diff_finds_one_ulp_and_ignores_wall_clock():
+    w = torch.tensor([1.0, 2.0])
+    run = {"state": {"w": w}, "history": [{"step": 1, "loss": 0.5, "seconds": 1.0, "train_seconds": 0.9}]}
+    same = {"state": {"w": w.clone()}, "history": [{"step": 1, "loss": 0.5, "seconds": 7.0, "train_seconds": 6.0}]}
+    assert cr.diff(run, same) is None
+    nudged = {"state": {"w": torch.nextafter(w, w + 1)}, "history": same["history"]}
+    assert "tensors differ" in cr.diff(run, nudged)
+    assert "0.5 vs 0.5000001" in cr.diff(run, {"state": same["state"], "history": [dict(same["history"][0],
+                                                                                          loss=0.5000001)]})
+    assert "keys" in cr.diff({"a": 1}, {"a": 1, "b": 2}) and "lengths" in cr.diff([1], [1, 2])
+
+
+def test_main_pairs_files_in_order_and_fails_on_a_difference(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for i, (x, y) in enumerate([(1.0, 1.0), (2.0, 2.5)]):
+        torch.save({"value": {"history": [{"loss": x}]}, "rng": None}, a / f"{i}.pt")
+        torch.save({"value": {"history": [{"loss": y}]}, "rng": None}, b / f"k{i}.pt")
+    assert cr.main(a, b) == 1
+    (b / "k1.pt").unlink()
+    torch.save({"value": {"history": [{"loss": 2.0}]}, "rng": None}, b / "k1.pt")
+    assert cr.main(a, b) == 0

@@ -1,0 +1,79 @@
+"""Are two sessions' runs bit-identical? For a refactor that must not change any number.
+
+    RLVR_LABS_CACHE=/tmp/before python -m pytest -n 0 solutions     # on the old commit (a git worktree)
+    RLVR_LABS_CACHE=/tmp/after  python -m pytest -n 0 solutions     # on the new one
+    python tools/compare_runs.py /tmp/before /tmp/after
+
+Each folder is a run cache (tests/run_cache.py) filled by one session that ran the notebooks one after another:
+one file per training run (train_grpo, train_with_trl: the final weights and the history) and per evaluation's
+samples (sample_in_batches), with the random states each call left. The keys differ between commits (they
+hold the library's source), so the files are paired in the order they were written. Every tensor must be
+equal bit for bit and every other value equal, except the wall-clock fields of a history (seconds,
+train_seconds). A run with a time limit (max_seconds) is never cached, so it is not compared. Exit status 1
+on any difference.
+"""
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the pickled values hold utils' classes
+CLOCK = {"seconds", "train_seconds"}
+
+
+def diff(a, b, where="value"):
+    """The first difference between a and b as a string, or None."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype and \
+            a.shape == b.shape and torch.equal(a, b)
+        return None if same else f"{where}: tensors differ"
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return None if np.array_equal(a, b) else f"{where}: arrays differ"
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        if type(a) is not type(b):
+            return f"{where}: {type(a).__name__} vs {type(b).__name__}"
+        return next((d for f in dataclasses.fields(a)
+                     if (d := diff(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}"))), None)
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = set(a) | set(b)
+        if set(a) != set(b):
+            return f"{where}: keys {sorted(map(str, set(a) ^ set(b)))} in one only"
+        return next((d for k in sorted(keys, key=str) if k not in CLOCK
+                     if (d := diff(a[k], b[k], f"{where}[{k!r}]"))), None)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return f"{where}: lengths {len(a)} vs {len(b)}"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := diff(x, y, f"{where}[{i}]"))), None)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return None
+    return None if a == b else f"{where}: {a!r} vs {b!r}"
+
+
+def entries(folder):
+    files = sorted(Path(folder).glob("*.pt"), key=lambda p: p.stat().st_mtime_ns)
+    return [torch.load(f, weights_only=False) for f in files]
+
+
+def main(a, b):
+    ea, eb = entries(a), entries(b)
+    print(f"{a}: {len(ea)} cached calls; {b}: {len(eb)}")
+    bad = 0
+    for i, (x, y) in enumerate(zip(ea, eb)):
+        d = diff(x, y, f"call {i}")
+        if d:
+            bad += 1
+            print("DIFFERENT", d)
+    if len(ea) != len(eb):
+        bad += 1
+        print(f"DIFFERENT: {len(ea)} vs {len(eb)} calls")
+    runs = sum(1 for e in ea if isinstance(e["value"], dict) and "history" in e["value"])
+    print(f"{'all identical' if not bad else f'{bad} differences'}: {min(len(ea), len(eb))} calls compared "
+          f"({runs} training runs with weights and history, the rest evaluations' samples), bit for bit")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
