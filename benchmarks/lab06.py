@@ -100,7 +100,7 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None)
     args = ap.parse_args()
-    from utils.eval.trace_runs import trace_metrics
+    from utils.eval.traces import trace_metrics
     from utils.models.policy import TRACE, load_policy
     from utils.tasks import scratchpad
 

@@ -6,7 +6,7 @@ Usage:
     python benchmarks/lab07.py --part scaling   # four models x 3 seeds, 80 steps each: ~16 min
     python benchmarks/lab07.py --part data --seeds 0 --steps 6   # a quick look (not written to the results)
 
-Every run trains a shipped scratchpad model with GRPO on the outcome reward (utils.eval.trace_runs.
+Every run trains a shipped scratchpad model with GRPO on the outcome reward (utils.runs.traces.
 train_on_traces, the notebook's own path), so the notebook's seed-0 runs are this benchmark's. Compute is
 counted in completions sampled (the history's completions_sampled): a step of 64 completions costs 64, and a
 dynamic-sampling step that draws three batches to fill one costs 192. Held-out accuracy is answer pass@1 on
@@ -122,7 +122,7 @@ def base_numbers(models, config, eval_k):
     """Each model's held-out numbers before RL: pass@1 on the first eval_n test problems (one sample, the
     curve's starting point R0, measured as train_grpo measures it) and trace_metrics on all of them."""
     from utils.eval.metrics import heldout_metrics
-    from utils.eval.trace_runs import trace_metrics
+    from utils.eval.traces import trace_metrics
     from utils.models.policy import load_policy
     from utils.tasks import scratchpad
     from utils.verifiers.traces import outcome_reward

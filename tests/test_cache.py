@@ -176,7 +176,7 @@ def test_install_wraps_the_trainers_on_import(monkeypatch):
             "m = u.module_from_spec(s); s.loader.exec_module(m); m.install(); "
             "from utils.rl.loop import train_grpo; from utils.rl.trl_trainer import train_with_trl; "
             "from utils.runs.control import run_condition; import utils.runs.control as c; "
-            "from utils.eval.metrics import sample_in_batches; import utils.eval.trace_runs as cur; "
+            "from utils.eval.metrics import sample_in_batches; import utils.eval.traces as cur; "
             "print(train_grpo.__wrapped__.__module__, train_with_trl.__wrapped__.__module__, "
             "c.train_grpo is train_grpo, sample_in_batches.__wrapped__.__module__, "
             "cur.sample_in_batches is sample_in_batches)")

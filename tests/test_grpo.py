@@ -562,7 +562,7 @@ def test_step_record_by_hand():
     from utils.rl.loop import step_record
     rewards = torch.tensor([1.0, 0, 1, 1, 0, 0, 0, 0])
     mask = torch.tensor([[1, 1, 0]] * 4 + [[1, 1, 1]] * 4)
-    ro = SimpleNamespace(texts=["7", "8", "7", " 7", "1", "1", "1", "1"], completion_mask=mask)
+    ro = SimpleNamespace(texts=["7", "8", "7", " 7", "1", "1", "1", "1"], completion_mask=mask, truncated=None)
     ent = torch.full((8, 3), 0.5)
     rec = step_record(3, rewards, ro, torch.tensor(0.25), {"kl": 0.01, "clip_frac": 0.1}, ent,
                       GRPOConfig(batch_size=8, group_size=4))

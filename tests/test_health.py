@@ -177,4 +177,5 @@ def test_diagnose_rules_by_hand():
     assert diagnose({k: None for k in ok}) == []
     every = diagnose(dict(reward_mean=0.0, zero_spread_frac=1.0, truncated_frac=1.0, kl=0.0, entropy_ratio=0.1))
     assert every == ["no_signal_all_wrong", "truncated", "not_moving", "collapsing"]
-    assert set(every) | {"no_signal_all_right"} == set(DIAGNOSES)
+    assert set(every) | {"no_signal_all_right", "diverged"} == set(DIAGNOSES)
+    assert diagnose({**ok, "kl": float("nan")}) == ["diverged"]

@@ -1,4 +1,4 @@
-"""utils.eval.metrics: unbiased pass@k, masked_mean, evaluate() on the shipped model."""
+"""utils.eval.metrics: unbiased pass@k, evaluate() on the shipped model."""
 import itertools
 import math
 from fractions import Fraction

@@ -1,6 +1,7 @@
 """train_grpo's rollout seam (utils/rl/rollout.py): a rollout of one's own plugs in, its loss mask decides which
 tokens train, its counters reach the record, and a Batch that breaks the contract is refused by name."""
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -20,7 +21,8 @@ def half_right(completions, answer, **kw):
 
 class MaskedRollout(GroupRollout):
     """GroupRollout whose loss mask keeps only the first `keep` completion tokens of each row (a multi-turn
-    rollout zeroes the environment's tokens the same way), and which counts the tokens it masked."""
+    rollout takes the environment's tokens out of the loss the same way, while the model still reads them),
+    and which counts the tokens it masked."""
 
     def __init__(self, keep):
         super().__init__()
@@ -33,8 +35,7 @@ class MaskedRollout(GroupRollout):
             b = draw(step)
             m = b.ro.completion_mask.clone()
             m[:, self.keep:] = 0
-            ro = copy.copy(b.ro)
-            ro.completion_mask, ro.logprobs = m, b.ro.logprobs * m
+            ro = dataclasses.replace(b.ro, loss_mask=m, logprobs=b.ro.logprobs * m)
             return Batch(ro, b.rewards, b.right, b.counts | {"masked_tokens": int((b.ro.completion_mask - m).sum())})
         return masked
 

@@ -18,6 +18,8 @@ relative to the run itself where the scale depends on the task):
                                     learns from the cap, not the task (checked when the history
                                     records truncated_frac)
 """
+import math
+
 import numpy as np
 import torch.nn.functional as F
 
@@ -78,6 +80,11 @@ def health_check(history, entropy_ratio=ENTROPY_RATIO, std_floor=STD_FLOOR, kl_c
     v = {k: float(np.mean([r[k] for r in last])) for k in REQUIRED}
     entropy_floor = entropy_ratio * first
     flags, failed = [], []
+    broken = sorted(k for k, x in v.items() if not math.isfinite(x)) + ([] if math.isfinite(first) else ["entropy"])
+    if broken:
+        failed.append("not_finite")
+        flags.append(f"not a number: {sorted(set(broken))} are NaN or inf, so the run diverged (a reward that "
+                     f"returned NaN, or a learning rate too high) and nothing else it shows can be trusted")
     if v["group_reward_std"] < std_floor:
         failed.append("spread")
         flags.append(f"reward spread collapsed: within-group reward std {v['group_reward_std']:.3f} < {std_floor} "
@@ -123,6 +130,8 @@ def fit_entropy_reward(entropy, reward):
 ZERO_SPREAD_CEILING = 0.8  # most groups score alike: little signal left
 KL_FLOOR = 1e-4            # nats per token: the policy has hardly moved from where it started
 DIAGNOSES = {  # name: (what you see, what to change), in the order diagnose() reports them
+    "diverged": ("NaN or inf in the run's numbers", "find the first step that went NaN: a reward that returned "
+                 "NaN or inf, or a learning rate too high; nothing else in the table can be read until it is fixed"),
     "no_signal_all_wrong": ("most groups all wrong: zero spread, reward near 0",
                             "easier prompts (filter by pass rate, Lab 07), a larger group, a curriculum; "
                             "and check the verifier reads the model's answer format (Lab 02)"),
@@ -161,10 +170,11 @@ def diagnose(summary):
       truncated_frac > TRUNCATED_CEILING      -> truncated
       kl < KL_FLOOR                           -> not_moving
       entropy_ratio < ENTROPY_RATIO           -> collapsing
+      any value NaN or inf                    -> diverged (first)
     A loss near 0 is not on the list: GRPO's advantages average to 0 in each group, so its loss sits near 0
     in a healthy run too. Watch the reward, not the loss."""
     s = lambda k: summary.get(k)  # noqa: E731
-    out = []
+    out = ["diverged"] if any(isinstance(v, float) and not math.isfinite(v) for v in summary.values()) else []
     if s("zero_spread_frac") is not None and s("zero_spread_frac") >= ZERO_SPREAD_CEILING:
         if s("reward_mean") is not None:
             out.append("no_signal_all_wrong" if s("reward_mean") < 0.5 else "no_signal_all_right")

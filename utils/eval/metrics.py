@@ -53,7 +53,14 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
     entropy  (only with entropy=True) mean per-token entropy (nats) of the sampling distribution over
              the same samples' completion tokens
     """
+    if isinstance(prompts, str) or isinstance(answers, str):
+        raise ValueError("evaluate: prompts and answers must be lists (one entry per problem), not one string")
     prompts, answers = list(prompts), list(answers)
+    if not prompts or len(prompts) != len(answers):
+        raise ValueError(f"evaluate needs one answer per prompt and at least one prompt (got {len(prompts)} prompts, "
+                         f"{len(answers)} answers)")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"evaluate: k={k!r} must be an integer >= 1 (samples per prompt)")
     texts, rewards, ent_sum, tok_sum = [], [], 0.0, 0.0
     for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
         texts += r.texts
@@ -160,13 +167,13 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
         raise ValueError(f"prompts and answers differ in length ({len(prompts)} vs {len(answers)})")
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     pad = eos if pad is None else pad
-    out = []
+    out, dev = [], next(model.parameters()).device
     for i in range(0, len(prompts), batch_size):
-        p_ids, p_mask = encode_prompts(tokenizer, prompts[i:i + batch_size])                # [B, P]
+        p_ids, p_mask = encode_prompts(tokenizer, prompts[i:i + batch_size], dev)           # [B, P]
         rows = [tokenizer.encode(a, add_special_tokens=False) + [eos] for a in answers[i:i + batch_size]]
         T = max(len(r) for r in rows)
-        c_ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows])                        # [B, T]
-        c_mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows])             # [B, T]
+        c_ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows], device=dev)            # [B, T]
+        c_mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows], device=dev) # [B, T]
         logp, _ = completion_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature)      # [B, T]
         out += logp.sum(1).tolist()
     return np.array(out)
@@ -252,6 +259,8 @@ def largest_k_under(curve, ks, level=0.05):
     under = [k for k, v in zip(ks, curve) if v < level]
     return int(max(under)) if under else None
 
+
+# ------------------------------------------------------------------- per-prompt pass rates (Lab 07's data)
 
 def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tokens=64, seed=0, columns=None,
                batch_size=1024):

@@ -111,15 +111,18 @@ class Rollout:
     completion_mask: torch.Tensor  # [N, T] 1 up to and including EOS
     logprobs: torch.Tensor         # [N, T] log-prob of each sampled token under the sampler (0 where masked)
     texts: list                    # N decoded completions, EOS and padding removed
-    truncated: torch.Tensor        # [N] bool: stopped by max_new_tokens before writing EOS
+    truncated: torch.Tensor | None = None  # [N] bool: stopped by max_new_tokens before writing EOS
+    loss_mask: torch.Tensor | None = None  # [N, T] 1 on the tokens that carry loss; None = completion_mask.
+    # A multi-turn rollout keeps an environment's tokens in completion_mask (the model reads them) and out of
+    # loss_mask (it did not write them).
 
 
 def select_rows(ro, rows):
     """The Rollout of rows [n] (a LongTensor of row indices) of `ro`."""
     rows = rows.to(ro.completion_ids.device)
-    pick = lambda x: x.index_select(0, rows)  # noqa: E731
+    pick = lambda x: None if x is None else x.index_select(0, rows)  # noqa: E731
     return Rollout(pick(ro.prompt_ids), pick(ro.prompt_mask), pick(ro.completion_ids), pick(ro.completion_mask),
-                   pick(ro.logprobs), [ro.texts[i] for i in rows.tolist()], pick(ro.truncated))
+                   pick(ro.logprobs), [ro.texts[i] for i in rows.tolist()], pick(ro.truncated), pick(ro.loss_mask))
 
 
 def concat_rollouts(rollouts, pad_id):
@@ -138,7 +141,11 @@ def concat_rollouts(rollouts, pad_id):
                    torch.cat([right(r.completion_ids, pad_id, T) for r in rollouts]),
                    torch.cat([right(r.completion_mask, 0, T) for r in rollouts]),
                    torch.cat([right(r.logprobs, 0.0, T) for r in rollouts]),
-                   [t for r in rollouts for t in r.texts], torch.cat([r.truncated for r in rollouts]))
+                   [t for r in rollouts for t in r.texts],
+                   None if any(r.truncated is None for r in rollouts) else torch.cat([r.truncated for r in rollouts]),
+                   None if all(r.loss_mask is None for r in rollouts) else
+                   torch.cat([right(r.completion_mask if r.loss_mask is None else r.loss_mask, 0, T)
+                              for r in rollouts]))
 
 
 def encode_prompts(tokenizer, prompts, device="cpu"):
@@ -203,6 +210,12 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     was_training = model.training
     model.eval()
     ids, mask = encode_prompts(tokenizer, prompts, device)
+    mc = getattr(model, "config", None)
+    limit = getattr(mc, "n_positions", None) or getattr(mc, "max_position_embeddings", None)
+    if limit and ids.shape[1] + max_new_tokens > limit:
+        raise ValueError(f"the longest prompt ({ids.shape[1]} tokens) plus max_new_tokens={max_new_tokens} needs "
+                         f"{ids.shape[1] + max_new_tokens} positions and the model has {limit}: shorten the prompts "
+                         f"or lower max_new_tokens")
     ids, mask = ids.repeat_interleave(k, 0), mask.repeat_interleave(k, 0)  # [N, P]
     N = ids.shape[0]
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id

@@ -2,6 +2,8 @@
 (arXiv 2503.20783) variants as options, and the one config of an experiment. The training loop that
 uses them is loop.py. The maths is the first screen of this file.
 """
+import math
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -154,15 +156,27 @@ class GRPOConfig:
         self.validate()
 
     def validate(self):
-        """Raise ValueError naming the field and what is allowed; called before any training."""
+        """Raise ValueError naming the field and what is allowed; called before any training. NumPy scalars are
+        taken as the Python numbers they hold; bools are not numbers here, and NaN or inf never passes."""
         def bad(name, allowed):
             raise ValueError(f"GRPOConfig.{name}={getattr(self, name)!r} is invalid: {allowed}")
-        for name in ("steps", "batch_size", "max_new_tokens", "updates_per_batch"):
+
+        def whole(name, lo, allowed):  # an integer >= lo
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                bad(name, "must be an integer >= 1")
-        if not isinstance(self.group_size, int) or self.group_size < 2:
-            bad("group_size", "must be an integer >= 2 (a group of one has no baseline to compare with)")
+            if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+                setattr(self, name, v := int(v))
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                bad(name, allowed)
+
+        def real(name, ok, allowed):  # a finite number for which ok(v) holds
+            v = getattr(self, name)
+            if isinstance(v, numbers.Real) and not isinstance(v, (bool, int)):
+                setattr(self, name, v := float(v))
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not ok(v):
+                bad(name, allowed)
+        for name in ("steps", "batch_size", "max_new_tokens", "updates_per_batch"):
+            whole(name, 1, "must be an integer >= 1")
+        whole("group_size", 2, "must be an integer >= 2 (a group of one has no baseline to compare with)")
         if self.batch_size % self.group_size:
             bad("batch_size", f"must be divisible by group_size={self.group_size} "
                               f"(e.g. {self.group_size * max(1, self.batch_size // self.group_size)})")
@@ -171,28 +185,20 @@ class GRPOConfig:
         if self.baseline not in BASELINES:
             bad("baseline", f"must be one of {BASELINES}")
         for name in ("lr", "eps_low", "eps_high", "temperature"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not v > 0:
-                bad(name, "must be a number > 0")
-        if not isinstance(self.top_entropy_frac, (int, float)) or not 0 < self.top_entropy_frac <= 1:
-            bad("top_entropy_frac", "must be a number in (0, 1] (1 = every token)")
+            real(name, lambda v: v > 0, "must be a finite number > 0")
+        real("top_entropy_frac", lambda v: 0 < v <= 1, "must be a number in (0, 1] (1 = every token)")
         for name in ("beta", "max_grad_norm", "max_seconds", "entropy_coef"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or v < 0:
-                bad(name, "must be a number >= 0")
-        if not isinstance(self.max_completions, int) or isinstance(self.max_completions, bool) \
-                or self.max_completions < 0:
-            bad("max_completions", "must be an integer >= 0 (completions sampled before stopping; 0 = no budget)")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
-            bad("warmup_steps", "must be an integer >= 0")
-        if not isinstance(self.eval_n, int) or self.eval_n < 1:
-            bad("eval_n", "must be an integer >= 1")
-        if not isinstance(self.eval_every, int) or self.eval_every < 0:
-            bad("eval_every", "must be an integer >= 0 (0 = never)")
+            real(name, lambda v: v >= 0, "must be a finite number >= 0" + (" (0 = no limit)" if name in (
+                "max_grad_norm", "max_seconds") else ""))
+        whole("max_completions", 0, "must be an integer >= 0 (completions sampled before stopping; 0 = no budget)")
+        whole("warmup_steps", 0, "must be an integer >= 0")
+        whole("eval_n", 1, "must be an integer >= 1")
+        whole("eval_every", 0, "must be an integer >= 0 (0 = never)")
+        whole("seed", 0, "must be an integer >= 0")
+        if self.seed >= 2**63:
+            bad("seed", "must be below 2**63")
         for name in ("dynamic_sampling", "mask_truncated", "scale_std", "track_kl"):
             if not isinstance(getattr(self, name), bool):
                 bad(name, "must be True or False")
-        if not isinstance(self.max_sampling_rounds, int) or isinstance(self.max_sampling_rounds, bool) \
-                or self.max_sampling_rounds < 1:
-            bad("max_sampling_rounds", "must be an integer >= 1 (batches sampled per step at most)")
+        whole("max_sampling_rounds", 1, "must be an integer >= 1 (batches sampled per step at most)")
         return self

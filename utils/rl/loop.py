@@ -27,7 +27,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     the lab's exercises plug in here and above); 5. the record (step_record; every cfg.eval_every steps and at
     the end, heldout_metrics on eval_prompts/eval_answers, eval_sets {name: (prompts, answers)} and eval_rewards
     {name: reward_fn}). correct_fn (default: reward >= 1 in training, the strict verifier held out) judges a
-    completion right. callback(policy, record) runs after each step; a dict it returns joins the record.
+    completion right (held out it gets only completions and answers, and its mean is the pass@1). rollout is
+    an object with start() (rollout.py), not a policy.Rollout; ref is the frozen reference for the KL (default:
+    a copy of policy as it starts); progress: True, False or the bar's label. callback(policy, record) runs
+    after each step; a dict it returns joins the record.
     Stops after cfg.steps, or once cfg.max_completions completions were sampled or cfg.max_seconds passed.
     """
     cfg.validate()
@@ -45,30 +48,45 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
     bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
                mininterval=1.0)
-    for step in bar:
-        b = draw(step)                                                          # 1-2. sample, reward
-        ro, device = b.ro, b.ro.completion_ids.device
-        adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline).to(device)  # 3. [N]
-        ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
-        for _ in range(cfg.updates_per_batch):                                  # 4. update
-            loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
-        sched.step()
-        rec = step_record(step + 1, b.rewards, ro, loss, stats, ent, cfg, b.right) | b.counts | \
-            heldout_keys(eval_sets, eval_rewards)                              # 5. record
-        stop = clock.spent(rec)
-        if step + 1 == cfg.steps or stop or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
-            with clock.evaluating():
-                rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
-                                           cfg.temperature, cfg.max_new_tokens, correct_fn))
-        rec["seconds"] = time.time() - clock.t0
-        if callback:
-            rec.update(callback(policy, rec) or {})
-        history.append(rec)
-        bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
-        if stop:
-            break
-    bar.close()
+    with keep_history(history, cfg), bar:  # an error or an interrupt mid-run carries the steps done
+        for step in bar:
+            b = draw(step)                                                          # 1-2. sample, reward
+            ro, device = b.ro, b.ro.completion_ids.device
+            adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline).to(device)  # 3. [N]
+            ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
+            for _ in range(cfg.updates_per_batch):                                  # 4. update
+                loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
+            sched.step()
+            rec = step_record(step + 1, b.rewards, ro, loss, stats, ent, cfg, b.right) | b.counts | \
+                heldout_keys(eval_sets, eval_rewards)                              # 5. record
+            stop = clock.spent(rec)
+            if step + 1 == cfg.steps or stop or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
+                with clock.evaluating():
+                    rec.update(heldout_metrics(policy, tokenizer, eval_sets, eval_rewards, cfg.eval_n,
+                                               cfg.temperature, cfg.max_new_tokens, correct_fn))
+            rec["seconds"] = time.time() - clock.t0
+            if callback:
+                rec.update(callback(policy, rec) or {})
+            history.append(rec)
+            bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
+            if stop:
+                break
     return history
+
+
+@contextlib.contextmanager
+def keep_history(history, cfg):
+    """On an error or an interrupt mid-run, nothing is lost: the steps done so far go on the exception
+    (error.history) and its note says where the run stopped. The policy keeps every update up to there; a
+    step whose loss is not finite applies none (update)."""
+    try:
+        yield
+    except BaseException as e:
+        e.history = history
+        if hasattr(e, "add_note"):
+            e.add_note(f"train_grpo stopped in step {len(history) + 1} of {cfg.steps}: the {len(history)} steps "
+                       f"done are on this error's .history, and the policy holds their updates")
+        raise
 
 
 class Budget:
@@ -119,14 +137,18 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     stats (loss_stats) are measured on the tokens the loss used."""
     logp, ent = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
                                     cfg.temperature, entropy_grad=cfg.entropy_coef > 0)  # [N, T] each
-    mask = ro.completion_mask                                                            # [N, T]
-    if cfg.mask_truncated and getattr(ro, "truncated", None) is not None:  # overlong filtering: cut rows out
+    own = ro.completion_mask if ro.loss_mask is None else ro.loss_mask                   # [N, T] tokens with loss
+    mask = own
+    if cfg.mask_truncated and ro.truncated is not None:  # overlong filtering: cut rows out
         mask = mask * (~ro.truncated).to(mask.dtype)[:, None]
     mask = high_entropy_mask(ent.detach(), mask, cfg.top_entropy_frac)                  # [N, T]
     loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
                    cfg.loss_type, cfg.max_new_tokens)
     if cfg.entropy_coef > 0:
-        loss = loss - cfg.entropy_coef * masked_mean(ent, ro.completion_mask)
+        loss = loss - cfg.entropy_coef * masked_mean(ent, own)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"the loss is {loss.item()}: no update applied (the policy keeps the last finite "
+                                 f"step's weights); look for NaN or inf in the log-probs or the loss function")
     opt.zero_grad()
     loss.backward()
     if cfg.max_grad_norm > 0:
@@ -143,7 +165,7 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
     rg = rewards.view(-1, G)                                                   # [n_prompts, G]
     lengths = ro.completion_mask.sum(1).float()                                # [N] tokens, EOS included
     right = (rewards >= 1.0 if right is None else right).to(lengths.device)
-    truncated = getattr(ro, "truncated", None)
+    truncated = ro.truncated
     return {
         "step": step,
         "reward_mean": rewards.mean().item(),

@@ -2,14 +2,17 @@
 
 The contract. A rollout has one method, start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn),
 called once before training; it checks its inputs (ValueError naming what to fix), seeds its own random
-streams from cfg.seed, and returns draw(step) -> Batch, which train_grpo calls once per step. A Batch holds:
+streams from cfg.seed, and returns draw(step) -> Batch, which train_grpo calls once per step (step counts
+from 0). A Batch holds:
 
     ro        a utils.models.policy.Rollout of N rows, groups of cfg.group_size consecutive rows:
                 prompt_ids, prompt_mask   [N, P]  the prompts, left padded
                 completion_ids            [N, T]  every token after the prompt (a multi-turn episode puts the
                                                   environment's tokens here too)
-                completion_mask           [N, T]  1 on the tokens that carry loss (0: padding, the environment's)
-                logprobs                  [N, T]  the sampler's log-probs of those tokens (0 where the mask is 0):
+                completion_mask           [N, T]  1 on every real token (0: padding): what the model reads
+                loss_mask                 [N, T]  1 on the tokens that carry loss (0: padding, the environment's
+                                                  tokens); None = completion_mask (single-turn)
+                logprobs                  [N, T]  the sampler's log-probs of the tokens with loss (0 elsewhere):
                                                   the "old" policy of the clipped ratio
                 texts [N] (what the verifier reads), truncated [N] bool (cut by max_new_tokens) or None
     rewards   [N] float32
@@ -17,9 +20,12 @@ streams from cfg.seed, and returns draw(step) -> Batch, which train_grpo calls o
     counts    a dict added to the step's record; completions_sampled (all drawn, kept or not) is required
 
 GroupRollout is the course's rollout: single-turn sampling of G completions per prompt. A new way of making
-completions (Labs 09-11: a multi-turn episode with a tool's answers masked out, a stale or lower-precision
+completions (a multi-turn episode with a tool's answers masked out of the loss, a stale or lower-precision
 sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
 """
+import math
+import numbers
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +60,10 @@ class GroupRollout:
                       max_new_tokens=cfg.max_new_tokens, generator=generator)
 
     def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        for name, v in (("prompts", prompts), ("answers", answers)):
+            if isinstance(v, (str, bytes)):
+                raise ValueError(f"{name} must be a list (one entry per problem), not one string ({v[:40]!r}): "
+                                 f"wrap a single one as [{name[:-1]}]")
         prompts, answers = list(prompts), list(answers)
         if not prompts or len(prompts) != len(answers):
             raise ValueError(f"prompts and answers must be non-empty and the same length "
@@ -68,6 +78,7 @@ class GroupRollout:
                                                                  for p in pools)):
             raise ValueError(f"pools must hold a non-empty array of prompt indices (0..{len(prompts) - 1}) for each "
                              f"of the {cfg.steps} steps (got {len(pools)} pools)")
+        deadline = time.time() + cfg.max_seconds if cfg.max_seconds else None  # the run's time limit binds refills
         rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
         gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
         G, n_prompts = cfg.group_size, cfg.batch_size // cfg.group_size
@@ -76,8 +87,9 @@ class GroupRollout:
             ro = self.generate(policy, tokenizer, [prompts[i] for i in idx], cfg, gen)
             batch_a = [answers[i] for i in idx for _ in range(G)]
             extra = {name: [col[i] for i in idx for _ in range(G)] for name, col in columns.items()}
-            rewards = torch.tensor(reward_fn(ro.texts, batch_a, **extra), dtype=torch.float32)
-            right = None if correct_fn is None else torch.tensor(correct_fn(ro.texts, batch_a, **extra)) >= 1.0
+            rewards = scores(reward_fn, "reward_fn", ro.texts, batch_a, extra)
+            right = None if correct_fn is None else \
+                scores(correct_fn, "correct_fn", ro.texts, batch_a, extra, dtype=None) >= 1.0
             return ro, rewards, right
 
         def draw(step):
@@ -85,16 +97,34 @@ class GroupRollout:
             pick = lambda: (rng.integers(0, len(prompts), n_prompts) if pool is None  # noqa: E731
                             else pool[rng.integers(0, len(pool), n_prompts)])
             if cfg.dynamic_sampling:
-                ro, rewards, right, counts = dynamic_batch(draw_round, pick(), pick, cfg, tokenizer.pad_token_id)
+                ro, rewards, right, counts = dynamic_batch(draw_round, pick(), pick, cfg, tokenizer.pad_token_id,
+                                                           deadline)
                 return Batch(ro, rewards, right, counts)
             return Batch(*draw_round(pick()), {"completions_sampled": cfg.batch_size})
         return draw
 
 
-def dynamic_batch(draw, idx, pick, cfg, pad_id):
+def scores(fn, role, texts, answers, columns, dtype=torch.float32):
+    """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked where it
+    enters: one finite number per completion, or a ValueError naming the function, the completion and what
+    came back."""
+    out = fn(texts, answers, **columns)
+    name = f"{role} {getattr(fn, '__name__', type(fn).__name__)!r}"
+    if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != len(texts):
+        raise ValueError(f"{name} must return one number per completion: got {len(texts)} completions and "
+                         f"{len(out) if hasattr(out, '__len__') else type(out).__name__} back")
+    for i, v in enumerate(out.tolist() if hasattr(out, "tolist") else out):
+        if not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"{name} returned {v!r} for completion {i} ({texts[i][:60]!r}, answer {answers[i]!r}): "
+                             f"every score must be a finite number (a verifier never raises or returns None)")
+    return torch.tensor(out, dtype=dtype) if dtype else torch.tensor(out)
+
+
+def dynamic_batch(draw, idx, pick, cfg, pad_id, deadline=None):
     """DAPO's dynamic sampling (arXiv 2503.14476): keep only groups whose rewards differ (a group whose
     completions all score alike has advantage 0 and teaches nothing), and draw more prompts until the batch
-    holds batch_size / group_size such groups, or cfg.max_sampling_rounds rounds have been drawn.
+    holds batch_size / group_size such groups, or cfg.max_sampling_rounds rounds have been drawn, or the clock
+    passed `deadline` (time.time(); train_grpo's cfg.max_seconds: no refill outlasts the run's time limit).
 
     draw(idx) -> (Rollout, rewards [N], right [N] or None) samples and rewards prompts idx; pick() -> the next
     round's prompt indices. The batch is the first informative groups found, in the order drawn; after
@@ -108,7 +138,8 @@ def dynamic_batch(draw, idx, pick, cfg, pad_id):
     while True:
         parts.append(draw(idx))
         kept, used = fill_batch([p[1] for p in parts], G, n_prompts)
-        if used < len(parts) or len(kept) >= n_prompts or len(parts) >= cfg.max_sampling_rounds:
+        if used < len(parts) or len(kept) >= n_prompts or len(parts) >= cfg.max_sampling_rounds or \
+                (deadline is not None and time.time() >= deadline):
             break
         idx = pick()
     rounds = len(parts)

@@ -1,10 +1,10 @@
 """Lab 06-07's runs: a fresh trace model trained with GRPO on one reward, then judged by numbers that reward does
-not see (utils.eval.trace_runs). benchmarks/lab06.py, benchmarks/lab07.py and the notebooks share it."""
+not see (utils.eval.traces). benchmarks/lab06.py, benchmarks/lab07.py and the notebooks share it."""
 import copy
 import time
 from dataclasses import asdict
 
-from utils.eval.trace_runs import check_cap, trace_metrics
+from utils.eval.traces import check_cap, trace_metrics
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
 from utils.verifiers.traces import outcome_reward

@@ -1,4 +1,6 @@
-"""Tasks: problem generators, prompt formats and the fixed splits under data/."""
+"""Tasks: problem generators, prompt formats and the fixed splits under data/ (arithmetic.py, scratchpad.py),
+choosing and ordering prompts (curation.py), a chat model's prompts (chat.py); read_jsonl and write_jsonl,
+the splits' file format."""
 import json
 import os
 

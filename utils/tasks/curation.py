@@ -67,7 +67,7 @@ def curriculum(schedule, steps):
 
 
 def level_pools(levels_per_step, digits):
-    """curriculum()'s [steps] list of levels -> one array of prompt indices per step (train_grpo's pools):
+    """curriculum()'s [steps] list of levels -> one array of prompt indices per step (GroupRollout(pools=)):
     the prompts whose `digits` (one per prompt) is among that step's levels. ValueError for a level no prompt
     has."""
     digits = np.asarray(digits)

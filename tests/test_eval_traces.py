@@ -1,8 +1,8 @@
-"""utils.eval.trace_runs: the cap check, the metrics and a tiny training run, against values worked out by hand."""
+"""utils.eval.traces (the cap check, the metrics) and utils.runs.traces (a tiny run), worked out by hand."""
 import pytest
 import torch
 
-from utils.eval.trace_runs import check_cap, max_cap, min_cap, trace_metrics
+from utils.eval.traces import check_cap, max_cap, min_cap, trace_metrics
 from utils.models.policy import TRACE, load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.runs.traces import train_on_traces
@@ -51,7 +51,7 @@ class Scripted:
 
 def test_trace_metrics_by_hand(monkeypatch, trace_model):
     model, tok = trace_model
-    from utils.eval import trace_runs
+    from utils.eval import traces as trace_eval
 
     texts = ["2+3+0=5 1+0+0=1 >15", "2+3+0=5 >15", "2+3+0=5 1+0+0=1 >16", "2+3+0=5 1+0+"]
     ro = Scripted()
@@ -59,7 +59,7 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
     ro.completion_mask = torch.tensor([[1] * 20, [1] * 12 + [0] * 8, [1] * 20, [1] * 12 + [0] * 8])  # lengths
     ro.completion_mask[3, :] = 1  # the cut one ran to the cap: 20 tokens, no EOS
     ro.truncated = torch.tensor([False, False, False, True])
-    monkeypatch.setattr(trace_runs, "sample_in_batches", lambda *a, **k: iter([(0, ro)]))
+    monkeypatch.setattr(trace_eval, "sample_in_batches", lambda *a, **k: iter([(0, ro)]))
     m = trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)
     # answers right: 1st and 2nd; CoT right: 1st only; steps exact: 1st and 3rd; well formed: first three
     assert m["pass@1"] == 0.5 and m["cot_pass@1"] == 0.25 and m["steps_exact"] == 0.5
@@ -96,7 +96,7 @@ def test_train_on_traces_tiny_run_is_seeded(trace_model):
 
 
 def test_heldout_curve_by_hand():
-    from utils.eval.trace_runs import heldout_curve
+    from utils.eval.traces import heldout_curve
     hist = [{"completions_sampled": 64, "heldout_pass@1": None, "train_seconds": 1.0},
             {"completions_sampled": 128, "heldout_pass@1": 0.4, "train_seconds": 2.5},
             {"completions_sampled": 64, "heldout_pass@1": 0.5, "train_seconds": 3.0}]
