@@ -141,3 +141,13 @@ def test_dynamic_sampling_stops_refilling_at_the_deadline():
         return None, torch.zeros(4), None
     *_, counts = dynamic_batch(draw, np.arange(2), lambda: np.arange(2), cfg, 0, deadline=0.0)
     assert counts["sampling_rounds"] == 1 and len(rounds) == 1
+
+
+def test_trl_path_checks_the_reward_too():
+    from datasets import Dataset
+
+    from utils.rl.trl_trainer import train_with_trl
+    policy, tok = load_policy()
+    data = Dataset.from_dict({"prompt": PROMPTS * 4, "answer": ANSWERS * 4})
+    with pytest.raises(ValueError, match=r"reward_fn 'bad_reward' returned None for completion 3"):
+        train_with_trl(policy, tok, data, named(None), GRPOConfig(**CFG), progress=False)

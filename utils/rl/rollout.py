@@ -105,9 +105,14 @@ class GroupRollout:
 
 
 def scores(fn, role, texts, answers, columns, dtype=torch.float32):
-    """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked where it
-    enters: one finite number per completion, or a ValueError naming the function, the completion and what
-    came back."""
+    """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked (checked)."""
+    out = checked(fn, role, texts, answers, columns)
+    return torch.tensor(out, dtype=dtype) if dtype else torch.tensor(out)
+
+
+def checked(fn, role, texts, answers, columns):
+    """fn(texts, answers, **columns), checked where it enters: one finite number per completion, or a ValueError
+    naming the function (its role: reward_fn, correct_fn), the completion and what came back."""
     out = fn(texts, answers, **columns)
     name = f"{role} {getattr(fn, '__name__', type(fn).__name__)!r}"
     if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != len(texts):
@@ -117,7 +122,7 @@ def scores(fn, role, texts, answers, columns, dtype=torch.float32):
         if not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"{name} returned {v!r} for completion {i} ({texts[i][:60]!r}, answer {answers[i]!r}): "
                              f"every score must be a finite number (a verifier never raises or returns None)")
-    return torch.tensor(out, dtype=dtype) if dtype else torch.tensor(out)
+    return out
 
 
 def dynamic_batch(draw, idx, pick, cfg, pad_id, deadline=None):

@@ -1,7 +1,7 @@
 """The same GRPO run through TRL's GRPOTrainer: same task, model, verifier and hyper-parameters.
 
-Our GRPOConfig maps onto trl.GRPOConfig field by field (see to_trl_config), and the history
-comes back in the same format as utils.rl.loop.train_grpo's, so both runs share one plot.
+Our GRPOConfig maps onto trl.GRPOConfig field by field (see to_trl_config), and the history comes
+back under train_grpo's names (TRL_KEYS), so both runs share one plot.
 
 TRL 1.16's loss options, each set explicitly so that TRL optimises utils.rl.grpo.policy_loss (TRL's
 default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against ours):
@@ -34,6 +34,7 @@ import time
 
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
 from utils.rl.grpo import GRPOConfig
+from utils.rl.rollout import checked
 
 # TRL's logged names -> ours
 TRL_KEYS = {
@@ -199,8 +200,12 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     LoRA adapter instead of every weight: TRL wraps the policy in place and its reference is the policy with
     the adapter switched off, so no second copy is kept (Lab 08). use_cpu=False lets TRL use a GPU.
 
-    Returns (history, trainer): history is a list of dicts with the same keys as train_grpo's, the
-    held-out numbers from the same heldout_metrics (every cfg.eval_every steps and at the end).
+    Returns (history, trainer): history has one dict per optimizer step (TRL's global_step: steps x
+    updates_per_batch) holding TRL's logged numbers under train_grpo's names (TRL_KEYS, grad_norm included),
+    seconds, and the held-out numbers of the same heldout_metrics (every cfg.eval_every steps and at the end).
+    It lacks what TRL does not log: group_reward_std, distinct_answers, completion_len_right/_wrong,
+    completions_sampled, train_seconds (so health_check, which reads group_reward_std, takes train_grpo's
+    histories; summarize and diagnose take both). The reward's output is checked as in train_grpo.
     """
     import trl
     from tqdm.auto import tqdm
@@ -238,7 +243,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
             self.bar.close()
 
     def reward(completions, answer, **kw):  # TRL names the function in its logs
-        return reward_fn(completions, answer, **kw)
+        return checked(reward_fn, "reward_fn", completions, answer, kw)
     reward.__name__ = getattr(reward_fn, "__name__", "reward")
 
     with tempfile.TemporaryDirectory() as out:
