@@ -125,3 +125,13 @@ def test_shipped_labs_in_sync(ml):
     if not glob.glob(os.path.join(ROOT, "solutions", "*.ipynb")):
         pytest.skip("solutions/ has no notebooks yet")
     assert ml.main(["--check"]) == 0, "labs/ has drifted from solutions/: run python tools/make_labs.py"
+
+
+def test_no_stale_widget_state(ml):
+    """A notebook that ran with progress bars carries their widgets' state in its metadata (30-130 KB, stale on
+    every run): clean() drops it, and no shipped notebook carries it."""
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"x": 1}}})
+    assert "widgets" not in ml.clean(nb).metadata and "widgets" in nb.metadata
+    carry = [p for d in ("labs", "solutions") for p in sorted(glob.glob(os.path.join(ROOT, d, "*.ipynb")))
+             if "widgets" in nbformat.read(p, as_version=4).metadata]
+    assert not carry, f"notebooks with stored widget state (run python tools/make_labs.py): {carry}"

@@ -16,7 +16,7 @@ In the lab, the region becomes a stub at the same indentation:
         # YOUR CODE HERE (about N lines)
         raise NotImplementedError
 
-Everything else, outputs included, is copied as is. Outputs are kept only in cells whose
+Everything else, outputs included, is copied as is; no widget state is kept. Outputs are kept only in cells whose
 source has "# NBVAL_CHECK_OUTPUT" (nbval compares those); the rest are stripped, so the
 stored notebooks stay small and learners see their own results.
 """
@@ -59,8 +59,10 @@ def stub_source(src):
 
 
 def clean(nb):
-    """Strip outputs and execution counts except in NBVAL_CHECK_OUTPUT cells; drop volatile metadata."""
+    """Strip outputs and execution counts except in NBVAL_CHECK_OUTPUT cells; drop volatile metadata: the
+    run's execution times and its widgets' state (progress bars: 30-130 KB a notebook, stale on every run)."""
     nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
