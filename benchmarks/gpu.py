@@ -12,8 +12,9 @@
 3. Lab 01's recipe (300 steps) on CUDA: held-out sampled pass@1 (8 samples per test problem, all 500) before and
    after, as Lab 01 and benchmarks/lab01.py measure it on the CPU, and the wall time.
 
-The labs themselves keep the shipped model on the CPU on a GPU runtime (README, "A GPU"); lab notebooks are
-run there by pytest as on any machine. Writes benchmarks/results/gpu.json (not with --quick) and prints it.
+The labs themselves keep the shipped model on the CPU on a GPU runtime (docs/SETUP.md, "On a GPU runtime, or
+with a hub model"); lab notebooks are run there by pytest as on any machine. Writes benchmarks/results/gpu.json
+(not with --quick) and prints it.
 """
 import argparse
 import json

@@ -1,7 +1,7 @@
 """A GPU runtime (Colab's T4) must not break a lab, tested without a GPU: torch is told CUDA is there,
 and the course must still keep the small model on the CPU (where the labs are sized to run, and where the
 run cache and the notebooks' asserted numbers were made). What this cannot test: any kernel actually
-running on CUDA (the README says so)."""
+running on CUDA (docs/SETUP.md says so)."""
 import torch
 
 from utils.models.policy import load_policy, sample

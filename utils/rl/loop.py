@@ -49,7 +49,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
                mininterval=1.0)
     with keep_history(history, cfg), bar:  # an error or an interrupt mid-run carries the steps done
-        for step in bar:
+        for step in range(cfg.steps):
             b = draw(step)                                                          # 1-2. sample, reward
             ro, device = b.ro, b.ro.completion_ids.device
             adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline).to(device)  # 3. [N]
@@ -69,7 +69,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
                 rec.update(callback(policy, rec) or {})
             history.append(rec)
             bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
-            if stop:
+            bar.update(1)
+            if stop:  # the bar ends complete, with the reason, not red like a run cut short
+                bar.reset(total=step + 1)
+                bar.update(step + 1)
+                bar.set_postfix_str(f"{bar.postfix}, stopped by its {stop}", refresh=True)
                 break
     return history
 
@@ -92,7 +96,7 @@ def keep_history(history, cfg):
 class Budget:
     """The run's clock and its limits beyond cfg.steps: cfg.max_completions completions sampled (a compute
     budget) or cfg.max_seconds of wall time. spent(rec) counts the step's completions_sampled, sets
-    rec["train_seconds"] (time so far, held-out evaluation excluded) and says whether a limit is reached."""
+    rec["train_seconds"] (time so far, held-out evaluation excluded) and names the limit reached ('' if none)."""
 
     def __init__(self, cfg):
         self.cfg, self.t0, self.eval_time, self.sampled = cfg, time.time(), 0.0, 0
@@ -103,8 +107,8 @@ class Budget:
                              "drawn this step (an int; utils/rl/rollout.py has the contract)")
         self.sampled += rec["completions_sampled"]
         c = self.cfg
-        out = bool((c.max_seconds and time.time() - self.t0 >= c.max_seconds)
-                   or (c.max_completions and self.sampled >= c.max_completions))
+        out = "time limit" if c.max_seconds and time.time() - self.t0 >= c.max_seconds else \
+            "completion budget" if c.max_completions and self.sampled >= c.max_completions else ""
         rec["train_seconds"] = time.time() - self.t0 - self.eval_time
         return out
 

@@ -219,7 +219,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     class Recorder(TrainerCallback):
         def on_train_begin(self, args, state, control, **kw):
             t0[0] = time.time()
-            self.bar = tqdm(total=state.max_steps, desc="TRL GRPO", mininterval=1.0,  # one bar, on rank 0
+            self.bar = tqdm(total=state.max_steps, desc=f"TRL GRPO on {reward.__name__}", mininterval=1.0,  # rank 0
                             disable=not progress or not state.is_world_process_zero)  # few widget messages, see loop.py
 
         def on_log(self, args, state, control, logs=None, **kw):

@@ -22,8 +22,10 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
     for s in seeds:
         policy = copy.deepcopy(base)
         c = replace(cfg, seed=s)
-        hist = train_grpo(policy, tokenizer, train[0], train[1], make_reward(s), c, heldout[0], heldout[1],
-                          progress=progress)
+        reward = make_reward(s)
+        label = f"GRPO on {getattr(reward, '__name__', 'the reward')}, seed {s}" if progress is True else progress
+        hist = train_grpo(policy, tokenizer, train[0], train[1], reward, c, heldout[0], heldout[1],
+                          progress=label)
         greedy = evaluate(policy, tokenizer, heldout[0][:N_SHOWN], heldout[1][:N_SHOWN], k=1, temperature=0)
         out.append({"seed": s, "config": asdict(c), "history": hist,
                     "after": policy_report(policy, tokenizer, heldout[0], heldout[1], seed=7),

@@ -22,8 +22,9 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     model = copy.deepcopy(base)
     t = time.time()
     rollout = GroupRollout(columns={"a": list(train["a"]), "b": list(train["b"])}, pools=pools)
+    label = f"GRPO on {getattr(reward_fn, '__name__', 'the reward')}" if progress is True else progress
     hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
-                      eval_prompts=test["prompt"], eval_answers=test["answer"], progress=progress,
+                      eval_prompts=test["prompt"], eval_answers=test["answer"], progress=label,
                       correct_fn=outcome_reward, rollout=rollout)
     seconds = time.time() - t
     final = trace_metrics(model, tokenizer, test, k=eval_k, max_new_tokens=cfg.max_new_tokens)

@@ -1,0 +1,23 @@
+"""Progress you can read: a run stopped by its budget ends its bar complete, with the reason (not red at 57%,
+like a crash), and the bar carries the run's name."""
+from utils.models.policy import load_policy
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.verifiers.arithmetic import strict_reward
+
+
+def test_a_budget_stop_ends_the_bar_complete_with_its_reason(capsys):
+    m, tok = load_policy()
+    cfg = GRPOConfig(steps=10, batch_size=8, group_size=4, eval_every=0, eval_n=2, max_completions=24, track_kl=False)
+    hist = train_grpo(m, tok, ["1+1=", "2+2="], ["2", "4"], strict_reward, cfg, progress="budget run")
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert len(hist) == 3
+    assert last.startswith("budget run: 100%") and "3/3" in last and "stopped by its completion budget" in last, last
+
+
+def test_a_full_run_ends_complete_without_a_reason(capsys):
+    m, tok = load_policy()
+    cfg = GRPOConfig(steps=2, batch_size=8, group_size=4, eval_every=0, eval_n=2, track_kl=False)
+    train_grpo(m, tok, ["1+1=", "2+2="], ["2", "4"], strict_reward, cfg, progress="full run")
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert last.startswith("full run: 100%") and "2/2" in last and "stopped" not in last, last
