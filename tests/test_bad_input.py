@@ -151,3 +151,29 @@ def test_trl_path_checks_the_reward_too():
     data = Dataset.from_dict({"prompt": PROMPTS * 4, "answer": ANSWERS * 4})
     with pytest.raises(ValueError, match=r"reward_fn 'bad_reward' returned None for completion 3"):
         train_with_trl(policy, tok, data, named(None), GRPOConfig(**CFG), progress=False)
+
+
+def test_a_damaged_model_folder_is_not_called_no_network(tmp_path):
+    import shutil
+
+    from utils import BASE_MODEL_DIR
+    shutil.copytree(BASE_MODEL_DIR, tmp_path / "m")
+    w = tmp_path / "m" / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:1000])
+    with pytest.raises(OSError, match=r"could not load the model folder .* missing or damaged") as e:
+        load_policy(str(tmp_path / "m"))
+    assert "network" not in str(e.value)
+
+
+def test_launch_refuses_an_unwritable_out_before_training(tmp_path):
+    from utils.rl.launch import main
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="out=.* cannot be written"):
+        main([f"out={tmp_path / 'file' / 'sub'}", "steps=1"])
+
+
+def test_float_answers_that_hold_an_integer_score():
+    from utils.verifiers.arithmetic import careful_match, last_number_match, strict_reward
+    assert strict_reward(["66", "66", "66", "66"], [66.0, np.float64(66), 66.5, "66.0"]) == [1.0, 1.0, 0.0, 0.0]
+    assert last_number_match("it is 66", 66.0) == 1.0 and careful_match("66", 66.0) == 1.0
+    assert strict_reward(["1"], [math.nan]) == [0.0]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# bottom to top; utils/__init__.py and utils/setup.py are the ground every layer stands on
+# bottom to top; the modules at utils/'s top level (__init__, setup, files) are the ground every layer stands on
 LAYERS = ["setup", "tasks", "verifiers", "models", "eval", "rl", "runs", "notebook"]
 
 

@@ -65,6 +65,23 @@ def test_reference_rows_by_hand():
     assert sorted(rows) == [("Alice",), ("Alice",), ("Bruno",), ("Chloé",)]
 
 
+def test_the_reference_is_asked_again_when_the_database_changes(tmp_path):
+    """Reference rows are cached per database version: after the file changes, the reference query itself
+    still scores 1.0 (it scored 0 when the cache was keyed by path alone)."""
+    import sqlite3
+    db = tmp_path / "shop.db"
+    shutil.copy(DB_PATH, db)
+    count = "SELECT COUNT(*) FROM users"
+    assert execution(count, count, db_path=db) == 1.0
+    with sqlite3.connect(db) as con:  # our own SQL, on our own copy
+        con.execute("INSERT INTO users SELECT * FROM users LIMIT 0")
+        con.execute("DELETE FROM users WHERE id = 1")
+    os.utime(db, ns=(time.time_ns(), time.time_ns() + 10**9))  # a new mtime even on a coarse clock
+    assert execution(count, count, db_path=db) == 1.0
+    assert execution("SELECT COUNT(*) + 1 FROM users", count, db_path=db) == 0.0
+    shutdown_worker()
+
+
 @pytest.mark.parametrize("candidate, want", [
     (FR, 1.0),
     (FR + " ORDER BY name DESC", 1.0),                     # order is free

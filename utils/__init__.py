@@ -1,6 +1,6 @@
 """RLVR Labs: the small library the notebooks import. Where things live:
 
-    setup.py     the one call every notebook's setup cell makes
+    setup.py     the one call every notebook's setup cell makes; files.py: writing files whole or not at all
     tasks/       the problems a policy learns: generators, prompt formats, splits (arithmetic.py, scratchpad.py),
                  choosing and ordering prompts (curation.py), a chat model's prompts (chat.py)
     verifiers/   reward functions in TRL's signature: the shared adapter (signature.py), arithmetic, trace,

@@ -76,8 +76,15 @@ def load_policy(name=SHIPPED, device="cpu"):
 
     try:
         tok, model = load(local_files_only=True)
-    except OSError:
-        if os.path.isdir(path) or not _hub_reachable():
+    except Exception as e:  # noqa: BLE001 (a damaged file raises the reader's own error type)
+        if not os.path.isdir(path) and not isinstance(e, OSError):
+            raise
+        if os.path.isdir(path):  # a folder that is there but does not load: say so, not "no network"
+            rebuild = (f"; rebuild it with `python -m utils.runs.build_base_model{shipped[name][1]}`"
+                       if name in shipped else "")
+            raise OSError(f"could not load the model folder {path} ({type(e).__name__}: {str(e)[:200]}): "
+                          f"a file in it is missing or damaged{rebuild}") from None
+        if not _hub_reachable():
             raise OSError(
                 f"could not load model {name!r}: it is not a local model folder or cached download, and the "
                 f"model hub cannot be reached from here (no network). Offline, use the shipped model: "

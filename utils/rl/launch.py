@@ -23,6 +23,8 @@ import sys
 
 import torch
 
+from utils.files import atomic_write, check_writable
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the course folder
 DEFAULTS = dict(processes=1, model="rlvr-base", steps=4, batch_size=32, group_size=8, lr=5e-4, max_new_tokens=8,
                 temperature=1.0, beta=0.0, loss_type="grpo", seed=0, n_train=512, lora=0, sampling="invariant",
@@ -162,13 +164,15 @@ def train(args):
     os.makedirs(args["out"], exist_ok=True)
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
-    save_file(weights, os.path.join(args["out"], f"rank{rank}.safetensors"))
+    path = os.path.join(args["out"], f"rank{rank}.safetensors")
+    save_file(weights, path + ".tmp")
+    os.replace(path + ".tmp", path)  # whole or not at all
     seconds = history[-1]["seconds"]
     result = {"args": args, "world_size": world, "per_process_batch": cfg.batch_size // world,
               "train_seconds": seconds, "completions_per_second": cfg.batch_size * len(history) / seconds,
               "history": history}
     if rank == 0:
-        with open(os.path.join(args["out"], "result.json"), "w") as f:
+        with atomic_write(os.path.join(args["out"], "result.json")) as f:
             json.dump(result, f, indent=1, default=float)
     return result
 
@@ -178,6 +182,7 @@ def main(argv):
 
     args = parse(argv)
     check_split(config(args), args["processes"])  # before any process starts
+    check_writable(args["out"], "out")            # and before any training: the weights are saved there
     if args["processes"] > 1 and "LOCAL_RANK" not in os.environ:  # not started by a launcher: start one
         try:
             import accelerate  # noqa: F401

@@ -23,6 +23,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausa
 
 from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.eval.metrics import evaluate
+from utils.files import atomic_dir
 from utils.models.policy import char_tokenizer
 
 CONFIG = dict(
@@ -137,13 +138,14 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
             if ev["pass@1"] >= cfg["target_pass1"]:
                 break
     model.eval()
-    os.makedirs(out_dir, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
-    tok.save_pretrained(out_dir)
-    with open(os.path.join(out_dir, "build_log.json"), "w") as f:
-        json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}
-                  | ({"task": task} if task != "arithmetic" else {}) | ({"arch": arch} if arch != "gpt2" else {}),
-                  f, indent=1)
+    os.makedirs(os.path.dirname(os.path.normpath(out_dir)) or ".", exist_ok=True)
+    with atomic_dir(out_dir) as tmp:  # the model folder whole or not at all
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+        with open(os.path.join(tmp, "build_log.json"), "w") as f:
+            json.dump({"config": cfg, "log": log, "seconds": round(time.time() - t0, 1)}
+                      | ({"task": task} if task != "arithmetic" else {}) | ({"arch": arch} if arch != "gpt2" else {}),
+                      f, indent=1)
     return model, tok
 
 

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from utils.eval.metrics import pass_rates
+from utils.files import atomic_write
 from utils.models.policy import load_policy
 from utils.setup import setup
 from utils.tasks.curation import PASS_RATES_CONFIG, PASS_RATES_FILE
@@ -25,7 +26,7 @@ def write_pass_rates():
     rates = pass_rates(model, tok, train["prompt"], train["answer"], outcome_reward, n=c["n"],
                        max_new_tokens=c["max_new_tokens"], seed=c["seed"], batch_size=c["batch_size"])
     right = [int(round(r * c["n"])) for r in rates]
-    with open(PASS_RATES_FILE, "w") as f:
+    with atomic_write(PASS_RATES_FILE) as f:
         json.dump({"config": c, "seconds": round(time.time() - t, 1), "right": right}, f)
     print(f"wrote {PASS_RATES_FILE}: {len(right)} prompts, mean pass rate {np.mean(rates):.3f}, "
           f"{time.time() - t:.0f} s")

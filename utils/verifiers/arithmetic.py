@@ -3,6 +3,8 @@ weak. Each is a per-text `*_match(text, answer) -> 0.0/1.0`, wrapped by reward_f
 shared signature (signature.py): reward(completions, answer, **columns) -> list of 0.0/1.0.
 """
 import json
+import math
+import numbers
 import os
 import re
 
@@ -13,6 +15,17 @@ MAX_CHARS = 64  # longer completions are rejected unread: no arithmetic answer h
 _STRICT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
+def _target(answer):
+    """The integer answer, or None if `answer` is not one: an int, a str that spells one, or a float that holds
+    one (66.0, as a dataset column of floats gives it; not 66.5, not "66.0")."""
+    if isinstance(answer, numbers.Real) and not isinstance(answer, (bool, numbers.Integral)):
+        return int(answer) if math.isfinite(answer) and float(answer).is_integer() else None
+    try:
+        return int(str(answer).strip())
+    except (TypeError, ValueError):
+        return None
+
+
 def strict_match(text, answer):
     """1.0 iff `text` is exactly the answer, by these rules, else 0.0:
 
@@ -20,7 +33,7 @@ def strict_match(text, answer):
     - what is left must be an optional '-' then ASCII digits 0-9, with no leading zeros
       ("07" fails), no '+', no commas, no spaces inside, no trailing '.', no other text;
     - "-0" fails (it is not how the answer 0 is written);
-    - the integer it spells must equal `answer` (an int, or a str written the same way).
+    - the integer it spells must equal `answer` (an int, a str written the same way, or a float holding an int).
     Non-strings, texts over MAX_CHARS characters and non-ASCII digits score 0.0.
     """
     if not isinstance(text, str) or len(text) > MAX_CHARS:
@@ -28,11 +41,8 @@ def strict_match(text, answer):
     s = text.strip(" \t\r\n")
     if not s.isascii() or not _STRICT.fullmatch(s) or s == "-0":
         return 0.0
-    try:
-        target = int(str(answer).strip())
-    except (TypeError, ValueError):
-        return 0.0
-    return 1.0 if int(s) == target else 0.0
+    target = _target(answer)
+    return 1.0 if target is not None and int(s) == target else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -41,14 +51,6 @@ def strict_match(text, answer):
 
 READ_LIMIT = 4096  # the lenient verifiers read longer texts than strict_match, but not unboundedly
 _NUMBER = re.compile(r"-?[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|-?[0-9]+")  # "1,073" or "1073" or "-5"
-
-
-def _target(answer):
-    """The integer answer, or None if `answer` is not one."""
-    try:
-        return int(str(answer).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def last_number_match(text, answer):

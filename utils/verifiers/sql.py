@@ -300,11 +300,12 @@ def sql_compiles(text, timeout_s=2.0):
 
 
 @functools.lru_cache(maxsize=1024)
-def _reference_rows(reference_sql, db_path):
-    """The reference query's rows as a Counter (a multiset), or None if it does not run.
-    A worker that died (or did not start) is not the reference's fault: raised, so not cached."""
+def _reference_rows(reference_sql, db_path, stamp):
+    """The reference query's rows as a Counter (a multiset), or None if it does not run. Cached per database
+    version (stamp: its file's mtime and size, so a changed database is asked again). A worker that died or did
+    not start, and a reference that timed out, are not the reference's answer: raised, so never cached."""
     rows, err = run_readonly(reference_sql, db_path, timeout_s=10.0)
-    if rows is None and err.startswith("worker"):
+    if rows is None and (err.startswith("worker") or "timed out" in err):
         raise RuntimeError(err)
     return None if rows is None else Counter(rows)
 
@@ -312,8 +313,9 @@ def _reference_rows(reference_sql, db_path):
 def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
     """Strong check: 1.0 iff `text` returns the reference query's rows as a multiset."""
     try:
-        want = _reference_rows(reference_sql, os.fspath(db_path))
-    except (TypeError, RuntimeError):  # an unhashable reference or path, a dead worker
+        st = os.stat(db_path)
+        want = _reference_rows(reference_sql, os.fspath(db_path), (st.st_mtime_ns, st.st_size))
+    except (TypeError, RuntimeError, OSError):  # an unhashable reference or path, a dead worker, no file
         return 0.0
     if want is None:
         return 0.0
