@@ -46,7 +46,7 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     history, clock = [], Budget(cfg)
     # mininterval and refresh=False keep widget traffic low: a Jupyter kernel drops messages
     # past ~2000 queued ones, which makes headless runners (nbval) lose the end of a cell.
-    bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
+    bar = tqdm(total=cfg.steps, desc=progress if isinstance(progress, str) else "GRPO", disable=not progress,
                mininterval=1.0)
     with keep_history(history, cfg), bar:  # an error or an interrupt mid-run carries the steps done
         for step in range(cfg.steps):
