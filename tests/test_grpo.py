@@ -616,3 +616,10 @@ def test_mask_truncated_zeroes_the_loss_rows_of_truncated_completions(shipped):
     assert torch.equal(seen[0], ro.completion_mask)
     assert seen[1][truncated].sum() == 0
     assert torch.equal(seen[1][~truncated], ro.completion_mask[~truncated])
+
+
+def test_zero_spread_by_hand():
+    from utils.rl.grpo import zero_spread
+    assert zero_spread(torch.tensor([1.0, 1.0, 0.0, 1.0]), 2).tolist() == [True, False]
+    assert zero_spread(torch.tensor([0.5, 0.5, 0.5, 0.0, 0.0, 0.0]), 3).tolist() == [True, True]
+    assert zero_spread(torch.tensor([0.0, 0.1, 0.0]), 3).tolist() == [False]

@@ -12,6 +12,13 @@ LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
 BASELINES = ("mean", "median")
 
 
+def zero_spread(rewards, G):
+    """[n] bool: True for each group of G consecutive rewards [n * G] that all score alike (its advantages are
+    all 0, so it teaches nothing). E.g. [1, 1, 0, 1] with G=2 -> [True, False]."""
+    rg = rewards.view(-1, G)                                                    # [n, G]
+    return rg.max(1).values == rg.min(1).values
+
+
 def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1e-4):
     """Group-relative advantages. rewards [N] with N = n_groups * group_size, groups contiguous.
 

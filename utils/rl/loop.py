@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
 from utils.models.policy import completion_logprobs, masked_mean
-from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, policy_loss
+from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, policy_loss, zero_spread
 from utils.rl.rollout import GroupRollout
 
 
@@ -174,7 +174,7 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
         "step": step,
         "reward_mean": rewards.mean().item(),
         "reward_std": rewards.std(unbiased=False).item(),
-        "zero_spread_frac": (rg.max(1).values == rg.min(1).values).float().mean().item(),
+        "zero_spread_frac": zero_spread(rewards, G).float().mean().item(),
         "group_reward_std": rg.std(1, unbiased=False).mean().item(),      # mean within-group spread
         "distinct_answers": float(np.mean([len({t.strip() for t in ro.texts[i:i + G]})
                                            for i in range(0, len(ro.texts), G)])),  # of G per group

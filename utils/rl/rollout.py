@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from utils.models.policy import Rollout, concat_rollouts, sample, select_rows
+from utils.rl.grpo import zero_spread
 
 
 @dataclass
@@ -148,7 +149,7 @@ def dynamic_batch(draw, idx, pick, cfg, pad_id, deadline=None):
             break
         idx = pick()
     rounds = len(parts)
-    alike = sum(int((r.view(-1, G).max(1).values == r.view(-1, G).min(1).values).sum()) for _, r, _ in parts)
+    alike = sum(int(zero_spread(r, G).sum()) for _, r, _ in parts)
     counts = {"completions_sampled": rounds * cfg.batch_size, "sampling_rounds": rounds, "groups_kept": len(kept),
               "drawn_zero_spread_frac": alike / (rounds * n_prompts)}
     if not kept:
@@ -168,8 +169,7 @@ def fill_batch(round_rewards, G, n_groups):
     ([(0, 1), (1, 1)], 2)."""
     kept = []
     for r, rewards in enumerate(round_rewards):
-        rg = rewards.view(-1, G)                                                # [n, G]
-        for g in (rg.max(1).values > rg.min(1).values).nonzero().flatten().tolist():
+        for g in (~zero_spread(rewards, G)).nonzero().flatten().tolist():         # groups whose rewards differ
             kept.append((r, g))
             if len(kept) == n_groups:
                 return kept, r + 1

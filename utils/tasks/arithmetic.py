@@ -78,15 +78,15 @@ def make_splits(seed=SPLITS_SEED, sizes=None):
     return out
 
 
-def pretrain_problem(rng, train_prompts, ood_prompts, p_big=0.05):
-    """A problem for base-model pre-training: a train prompt, or (with probability p_big)
-    a fresh 3-digit problem that is not in the OOD split. Never a test/valid/ood prompt."""
+def pretrain_problem(rng, train_rows, ood_prompts, p_big=0.05):
+    """A problem for base-model pre-training: a train row (a dict with prompt and answer), or (with
+    probability p_big) a fresh 3-digit problem that is not in the OOD split. Never a test/valid/ood prompt."""
     if rng.random() < p_big:
         while True:
             p = make_problem(rng, big_lo=100, big_hi=999)
             if p["prompt"] not in ood_prompts:
                 return p
-    return rng.choice(train_prompts)
+    return rng.choice(train_rows)
 
 
 def split_path(name, data_dir=DATA_DIR):

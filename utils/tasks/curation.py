@@ -1,6 +1,6 @@
 """Choosing and ordering training prompts (Lab 07): the shipped per-prompt pass rates, the sweet-spot filter, a
 random subset of the same size, and a curriculum schedule. The pass rates are measured by
-utils.eval.metrics.pass_rates and written by `python -m utils.runs.pass_rates` (~4 minutes).
+utils.eval.metrics.pass_rates and written by `python -m utils.runs.pass_rates` (377 s when it was written).
 
 The sources' rule of thumb (../shared/SOURCE_NOTES.md, "Data and length"): keep the prompts the base model
 solves sometimes, pass rate between 0.3 and 0.7. A prompt it always solves gives a group whose rewards are all
