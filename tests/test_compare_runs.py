@@ -32,3 +32,14 @@ def test_main_pairs_files_in_order_and_fails_on_a_difference(tmp_path):
     (b / "k1.pt").unlink()
     torch.save({"value": {"history": [{"loss": 2.0}]}, "rng": None}, b / "k1.pt")
     assert cr.main(a, b) == 0
+
+
+def test_a_call_one_session_lacks_is_unpaired_not_a_shift(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for i, h in enumerate([[{"loss": 1.0}], [{"loss": 2.0}, {"loss": 2.5}], [{"loss": 3.0}]]):
+        torch.save({"value": {"history": h}, "rng": None}, a / f"{i}.pt")
+        if i != 1:  # b lacks the middle run (its cell timed out there)
+            torch.save({"value": {"history": h}, "rng": None}, b / f"{i}.pt")
+    assert cr.main(a, b) == 1 and "UNPAIRED: 1 calls" in capsys.readouterr().out
+    assert cr.main(a, b, allow_unpaired=True) == 0 and "2 pairs of calls compared" in capsys.readouterr().out

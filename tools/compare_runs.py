@@ -9,8 +9,10 @@ one file per training run (train_grpo, train_with_trl: the final weights and the
 samples (sample_in_batches), with the random states each call left. The keys differ between commits (they
 hold the library's source), so the files are paired in the order they were written. Every tensor must be
 equal bit for bit and every other value equal, except the wall-clock fields of a history (seconds,
-train_seconds). A run with a time limit (max_seconds) is never cached, so it is not compared. Exit status 1
-on any difference.
+train_seconds). A run with a time limit (max_seconds) is never cached, so it is not compared. Calls are
+paired by what they were (a run's steps and keys, the samples' shapes), so a call one session lacks (a cell
+that timed out there) shows as unpaired rather than shifting every pair after it. Exit status 1 on any
+difference, and on an unpaired call unless --allow-unpaired (which lists them).
 """
 import dataclasses
 import math
@@ -57,23 +59,46 @@ def entries(folder):
     return [torch.load(f, weights_only=False) for f in files]
 
 
-def main(a, b):
+def signature(entry):
+    """What a call was, without its numbers: a training run's steps and record keys, or the shapes of an
+    evaluation's samples. Used to pair the two sessions' calls when one session has calls the other lacks."""
+    v = entry["value"]
+    if isinstance(v, dict) and "history" in v:
+        return ("run", len(v["history"]), tuple(sorted(v["history"][0])) if v["history"] else ())
+    if isinstance(v, list):
+        return ("samples", tuple((i, tuple(r.completion_ids.shape)) for i, r in v))
+    return ("other", repr(type(v)))
+
+
+def main(a, b, allow_unpaired=False):
+    """Compare the sessions' calls in order. Calls are paired by signature (difflib), so a call one session
+    lacks (a cell that timed out there) shows as unpaired instead of shifting every pair after it; any unpaired
+    call is a difference unless allow_unpaired (then it is listed)."""
+    import difflib
+
     ea, eb = entries(a), entries(b)
     print(f"{a}: {len(ea)} cached calls; {b}: {len(eb)}")
-    bad = 0
-    for i, (x, y) in enumerate(zip(ea, eb)):
-        d = diff(x, y, f"call {i}")
-        if d:
-            bad += 1
-            print("DIFFERENT", d)
-    if len(ea) != len(eb):
-        bad += 1
-        print(f"DIFFERENT: {len(ea)} vs {len(eb)} calls")
-    runs = sum(1 for e in ea if isinstance(e["value"], dict) and "history" in e["value"])
-    print(f"{'all identical' if not bad else f'{bad} differences'}: {min(len(ea), len(eb))} calls compared "
-          f"({runs} training runs with weights and history, the rest evaluations' samples), bit for bit")
+    sm = difflib.SequenceMatcher(None, [signature(e) for e in ea], [signature(e) for e in eb], autojunk=False)
+    bad, paired, runs = 0, 0, 0
+    for i, j, n in sm.get_matching_blocks():
+        for k in range(n):
+            x, y = ea[i + k], eb[j + k]
+            paired += 1
+            runs += isinstance(x["value"], dict) and "history" in x["value"]
+            d = diff(x, y, f"calls {i + k} / {j + k}")
+            if d:
+                bad += 1
+                print("DIFFERENT", d)
+    unpaired = (len(ea) - paired, len(eb) - paired)
+    if any(unpaired):
+        where = [f"{a} {i1}-{i2 - 1} / {b} {j1}-{j2 - 1}" for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+        print(f"{'UNPAIRED' if not allow_unpaired else 'unpaired (allowed)'}: {unpaired[0]} calls of {a} and "
+              f"{unpaired[1]} of {b} have no counterpart ({'; '.join(where)})")
+        bad += 0 if allow_unpaired else 1
+    print(f"{'all identical' if not bad else f'{bad} differences'}: {paired} pairs of calls compared ({runs} training "
+          f"runs with weights and history, the rest evaluations' samples), bit for bit")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(*sys.argv[1:3], allow_unpaired="--allow-unpaired" in sys.argv))
