@@ -1,5 +1,7 @@
 """Progress you can read: a run stopped by its budget ends its bar complete, with the reason (not red at 57%,
 like a crash), and the bar carries the run's name."""
+import sys
+
 from utils.models.policy import load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
@@ -12,7 +14,21 @@ def test_a_budget_stop_ends_the_bar_complete_with_its_reason(capsys):
     hist = train_grpo(m, tok, ["1+1=", "2+2="], ["2", "4"], strict_reward, cfg, progress="budget run")
     last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
     assert len(hist) == 3
-    assert last.startswith("budget run: 100%") and "3/3" in last and "stopped by its completion budget" in last, last
+    assert last.startswith("budget run (stopped by its completion budget): 100%") and "3/3" in last, last
+
+
+def test_the_reason_survives_a_narrow_terminal(capsys, monkeypatch):
+    """tqdm trims a line to the terminal's width (80 columns where it cannot tell): the reason must not be
+    what gets trimmed."""
+    import functools
+
+    import utils.rl.loop as loop
+    monkeypatch.setattr(loop, "tqdm", functools.partial(loop.tqdm, ncols=60, file=sys.stderr))
+    m, tok = load_policy()
+    cfg = GRPOConfig(steps=10, batch_size=8, group_size=4, eval_every=0, eval_n=2, max_completions=24, track_kl=False)
+    train_grpo(m, tok, ["1+1=", "2+2="], ["2", "4"], strict_reward, cfg, progress="budget run")
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "stopped by its completion budget" in last, last
 
 
 def test_a_full_run_ends_complete_without_a_reason(capsys):

@@ -70,10 +70,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             history.append(rec)
             bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
             bar.update(1)
-            if stop:  # the bar ends complete, with the reason, not red like a run cut short
+            if stop:  # the bar ends complete, with the reason in its label (a narrow terminal trims the tail)
+                bar.set_description(f"{bar.desc.removesuffix(': ')} (stopped by its {stop})", refresh=False)
                 bar.reset(total=step + 1)
                 bar.update(step + 1)
-                bar.set_postfix_str(f"{bar.postfix}, stopped by its {stop}", refresh=True)
                 break
     return history
 
