@@ -4,7 +4,8 @@ random weights (utils.models.memory.REAL_ARCHS) and the shipped tiny model. Usag
 
     python benchmarks/lab08_memory.py                  # every case x allocator, one at a time: ~25 min, 2 cores
     python benchmarks/lab08_memory.py --cases smol-lora   # some cases (not written to the results)
-    python benchmarks/lab08_memory.py --device cuda    # on a GPU: torch.cuda's peak of live tensors instead
+    python benchmarks/lab08_memory.py --device cuda    # on a GPU: torch.cuda's peak of live tensors instead,
+                                                       # and the lab's own regime too (LAB_CASES)
 
 Each case runs in a fresh subprocess, so its peak RSS is its own: baseline = ru_maxrss after the imports, the
 tokenizer and the dataset; measured = ru_maxrss after 2 GRPO steps - baseline (it includes building the model).
@@ -34,6 +35,15 @@ CASES = {
     "smol-lora-b32-t64": ("SmolLM2-135M-Instruct", 16, 32, 64),
     "qwen-lora": ("Qwen2.5-0.5B-Instruct", 16, 8, 32),
 }
+# the regime Lab 08's table quotes (64 completions of 256 tokens: over 4096 scored tokens a step, so TRL's fused head
+# works in full tiles); on CPU a step of these takes minutes, so they run with --device cuda (--cases to choose)
+LAB_CASES = {
+    "smol-full-b64-t256": ("SmolLM2-135M-Instruct", 0, 64, 256),
+    "smol-lora-b64-t256": ("SmolLM2-135M-Instruct", 16, 64, 256),
+    "qwen-lora-b64-t256": ("Qwen2.5-0.5B-Instruct", 16, 64, 256),
+    "qwen-full-b64-t256": ("Qwen2.5-0.5B-Instruct", 0, 64, 256),
+}
+ALL_CASES = CASES | LAB_CASES
 GROUP_SIZE, STEPS, N_TRAIN = 8, 2, 256
 # glibc's malloc by default raises its mmap threshold (up to 32 MiB) after big frees, so later freed blocks stay
 # in the heap and in RSS; a fixed 128 KiB threshold returns every freed block over it, so RSS ~ live tensors
@@ -63,7 +73,7 @@ def worker(case, device="cpu"):
     from utils.tasks.arithmetic import load_split
     from utils.verifiers.arithmetic import strict_reward
 
-    name, rank, batch, T = CASES[case]
+    name, rank, batch, T = ALL_CASES[case]
     setup(0, quiet=True)
     _, tok = load_policy("rlvr-base")
     dataset = load_split("train", n=N_TRAIN)
@@ -74,7 +84,7 @@ def worker(case, device="cpu"):
     policy = build_from_config(name) if name in REAL_ARCHS else load_policy(name)[0]
     policy.to(device).train()
     built = peak_now()
-    est = estimate_memory(policy, batch, prompt_len, T, lora_rank=rank, **ESTIMATE)
+    est = estimate_memory(policy, batch, prompt_len, T, lora_rank=rank, device=device, **ESTIMATE)
     peft_config = peft.LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules="all-linear",
                                   task_type="CAUSAL_LM") if rank else None
     cfg = GRPOConfig(steps=STEPS, batch_size=batch, group_size=GROUP_SIZE, max_new_tokens=T, eval_every=0,
@@ -96,17 +106,24 @@ def worker(case, device="cpu"):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", nargs="+", choices=list(CASES), default=None)
+    ap.add_argument("--cases", nargs="+", choices=list(ALL_CASES), default=None)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--worker", choices=list(CASES), default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=None, help="write the results here after every case (a partial run too)")
+    ap.add_argument("--worker", choices=list(ALL_CASES), default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args.worker, args.device)
     from utils.setup import environment
 
     runs = []
+
+    def write(path):
+        with open(path, "w") as f:
+            json.dump({"environment": environment(), "cases": {c: ALL_CASES[c] for c in {r["case"] for r in runs}},
+                       "estimate_options": ESTIMATE, "steps": STEPS, "runs": runs}, f, indent=1)
+    default = list(CASES) + (list(LAB_CASES) if args.device == "cuda" else [])
     allocators = ALLOCATORS.items() if args.device == "cpu" else [("torch.cuda caching allocator", {})]
-    for case, (alloc, env) in [(c, a) for c in args.cases or CASES for a in allocators]:
+    for case, (alloc, env) in [(c, a) for c in args.cases or default for a in allocators]:
         load = os.getloadavg()[0]
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", case, "--device", args.device],
                            capture_output=True, text=True, cwd=ROOT, env=os.environ | env)
@@ -114,6 +131,8 @@ def main():
         if p.returncode or not line:
             print(f"{case}: failed (rc {p.returncode})\n{p.stderr[-3000:]}", flush=True)
             runs.append({"case": case, "allocator": alloc, "failed": p.stderr[-3000:]})
+            if args.out:
+                write(args.out)
             continue
         r = json.loads(line[0][len("RESULT "):]) | {"allocator": alloc, "load_average_before": load}
         runs.append(r)
@@ -122,14 +141,17 @@ def main():
               f"measured {mb['measured_peak_delta']:6.0f} MB  "
               f"ratio {r['ratio_measured_over_estimate']:.2f}  s/step "
               + " ".join(f"{s:.1f}" for s in r["seconds_per_step"]), flush=True)
+        if args.out:
+            write(args.out)
+    if args.out:
+        print(f"wrote {args.out}")
+        return
     if args.cases:
         print("(a partial run: not written to the results)")
         return
     name = "lab08_memory.json" if args.device == "cpu" else f"lab08_memory_{args.device}.json"
     path = os.path.join(ROOT, "benchmarks", "results", name)
-    with open(path, "w") as f:
-        json.dump({"environment": environment(), "cases": CASES, "estimate_options": ESTIMATE, "steps": STEPS,
-                   "runs": runs}, f, indent=1)
+    write(path)
     print(f"wrote {path}")
 
 

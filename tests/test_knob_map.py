@@ -97,3 +97,23 @@ def test_unmapped_knobs_refused_or_said(tmp_path):
     concepts = {r["concept"] for r in knob_table()}
     assert {"group size G", "clip-higher", "KL penalty", "loss aggregation", "several updates per batch",
             "entropy bonus", "dynamic sampling", "truncation masking", "the reward functions"} <= concepts
+
+
+def test_settings_follow_the_model(tmp_path):
+    """Lab 08's run settings: the toy keeps its 8-token cap; a chat model gets room for its sentence and answer
+    line, a small lr, and on a CPU a note with the wait; bf16 reaches TRL's config only when asked."""
+    from transformers import AutoTokenizer
+
+    from utils import BASE_MODEL_DIR
+    from utils.rl.trl_trainer import CHAT_RUN, TOY_RUN, settings_for
+
+    tok = AutoTokenizer.from_pretrained(BASE_MODEL_DIR)
+    fields, bf16, note = settings_for(tok)
+    assert fields == TOY_RUN and fields["max_new_tokens"] == 8 and bf16 is False and "shipped" in note
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    fields, bf16, note = settings_for(tok, device="cpu")
+    assert fields == CHAT_RUN and fields["max_new_tokens"] >= 64 and fields["lr"] < 1e-4 and bf16 is False
+    assert "54 minutes" in note and "GPU" in note   # 54 s a step x 30 steps x twice the tokens
+    assert to_trl_config(GRPOConfig(**fields), str(tmp_path)).bf16 is False
+    with pytest.raises(ValueError, match="bf16=True needs a GPU with bfloat16"):
+        to_trl_config(GRPOConfig(**fields), str(tmp_path), use_cpu=True, bf16=True)

@@ -30,3 +30,8 @@ TRACE_SIZES_DIR = os.path.join(DATA_DIR, "trace_models")
 TRACE_SIZES = {"gpt2-3x96": os.path.join(TRACE_SIZES_DIR, "gpt2-3x96"), "gpt2-4x128": TRACE_MODEL_DIR,
                "gpt2-6x192": os.path.join(TRACE_SIZES_DIR, "gpt2-6x192"),
                "llama-4x128": os.path.join(TRACE_SIZES_DIR, "llama-4x128")}
+
+
+class CourseWarning(UserWarning):
+    """A warning of the course's own (a run that will not fit in memory, say): setup() quiets the libraries'
+    UserWarnings, never these."""

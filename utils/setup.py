@@ -14,7 +14,8 @@ def seed_everything(seed=0):
 
 
 def setup(seed=0, quiet=False):
-    """Seed everything, quiet the libraries' chatter, set one plot style. Returns the device name."""
+    """Seed everything, quiet the libraries' chatter (their UserWarnings, never the course's own
+    utils.CourseWarning), set one plot style. Returns the device name."""
     import warnings
 
     import matplotlib.pyplot as plt
@@ -22,6 +23,9 @@ def setup(seed=0, quiet=False):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    from utils import CourseWarning
+
+    warnings.filterwarnings("default", category=CourseWarning)  # ahead of the two above: the course's own show
     try:
         from transformers.utils import logging as hf_logging
 

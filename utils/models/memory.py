@@ -24,6 +24,8 @@ import warnings
 
 import torch
 
+from utils import CourseWarning
+
 REAL_ARCHS = {
     "SmolLM2-135M-Instruct": dict(
         model_type="llama", hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -38,7 +40,9 @@ OPTIMIZER_BYTES = {"adamw": 8, "adamw_8bit": 2, "sgd_momentum": 4, "sgd": 0}  # 
 LLAMA_LIKE = ("llama", "qwen2", "mistral")
 # TRL's fused LM head (trl/kernels/chunked_logprob.py, TRL >= 1.x): [TOKEN_CHUNK x VOCAB_CHUNK] fp32 tiles
 TOKEN_CHUNK, VOCAB_CHUNK = 4096, 32768
-FUSED_TILES = 8.25   # tile-sized tensors alive at once in its CPU backward (_backward_tile; 0.25: a bool mask)
+# tile-sized tensors alive at once in its backward: on CPU its torch path (_backward_tile) holds 8.25 (0.25: a bool
+# mask); on a GPU with Triton the kernel works in place in the one buffer (mm_buf)
+FUSED_TILES = {"cpu": 8.25, "cuda": 1.0}
 FULL_LOGITS_FACTOR = 3  # naive head: logits, log-softmax, and one gradient of that size
 
 
@@ -168,29 +172,33 @@ def _layer_activations(d, seq_len, lora_rank=0, lora_per_block=0):
     return norms + attn + mlp + lora_rank * lora_per_block
 
 
-def _logits_bytes(d, tokens, logits):
+def _logits_bytes(d, tokens, logits, device="cpu"):
     """The LM head's transient fp32 memory for `tokens` scored positions:
       'full'  (a plain forward, e.g. utils.rl.loop): tokens * V * 4 * FULL_LOGITS_FACTOR (logits, log-softmax,
               and one gradient of that size alive together)
-      'fused' (TRL's fused head, CPU path): the logits are never materialised; it works in [min(tokens, 4096),
-              min(V, 32768)] fp32 tiles, FUSED_TILES of them alive in its backward (counted from its code)."""
+      'fused' (TRL's fused head): the logits are never materialised; it works in [min(tokens, 4096),
+              min(V, 32768)] fp32 tiles, FUSED_TILES[device] of them alive in its backward (counted from its code:
+              8.25 on CPU, 1 on a GPU with Triton)."""
     if logits == "full":
         return tokens * d["vocab"] * 4 * FULL_LOGITS_FACTOR
     if logits == "fused":
-        return min(tokens, TOKEN_CHUNK) * min(d["vocab"], VOCAB_CHUNK) * 4 * FUSED_TILES
+        if device not in FUSED_TILES:
+            raise ValueError(f"device={device!r}: the estimate knows 'cpu' and 'cuda'")
+        return min(tokens, TOKEN_CHUNK) * min(d["vocab"], VOCAB_CHUNK) * 4 * FUSED_TILES[device]
     raise ValueError(f"logits must be 'fused' (TRL's GRPOTrainer) or 'full' (a plain forward); got {logits!r}")
 
 
 def estimate_memory(model_or_config, batch, prompt_len, completion_len, lora_rank=0, param_bytes=4,
                     optimizer="adamw", grad_checkpointing=False, lora_targets="all-linear", ref_copy=False,
-                    logits="fused"):
+                    logits="fused", device="cpu"):
     """Bytes per component of one GRPO step (see the module docstring). batch counts completions (our
     GRPOConfig.batch_size: prompts x group_size), L = prompt_len + completion_len tokens each.
 
     activations = batch * L * (layers * a + 3h) * param_bytes, a = _layer_activations (per token per block),
         3h = final norm and the LM head's input; with gradient checkpointing each block keeps only its input
         (h per token) and one block's activations are rebuilt at a time: batch * L * (layers * h + a + 3h).
-    logits = _logits_bytes over batch * (L - 1) positions (TRL scores every position on CPU and masks).
+    logits = _logits_bytes over batch * (L - 1) positions (TRL scores every position and masks); device ('cpu'
+        or 'cuda') is where the step runs: TRL's fused head keeps 8x more on CPU than on a GPU.
     lm_head_grad = V * h * 4 when the (tied) embedding trains: TRL's fused head accumulates it in fp32 at the
         very start of the backward pass, on top of the activations.
     TRL's GRPOConfig turns gradient checkpointing ON by default: pass grad_checkpointing=True for train_with_trl.
@@ -218,7 +226,7 @@ def estimate_memory(model_or_config, batch, prompt_len, completion_len, lora_ran
                optimizer=trainable * OPTIMIZER_BYTES[optimizer] + (trainable * 4 if param_bytes < 4 else 0),
                reference=params * param_bytes if ref_copy and not lora_rank else 0,
                activations=batch * L * per_token * param_bytes,
-               logits=_logits_bytes(d, batch * (L - 1), logits),
+               logits=_logits_bytes(d, batch * (L - 1), logits, str(device).split(":")[0]),
                lm_head_grad=0 if lora_rank else d["vocab"] * h * 4,
                kv_cache=2 * d["layers"] * batch * L * d["kv"] * param_bytes)
     static = est["weights"] + est["optimizer"] + est["reference"]
@@ -257,7 +265,7 @@ def available_ram():
 
 def check_fits(est, available_bytes=None, device="cpu"):
     """True if est['total'] fits in available_bytes (default: free RAM on cpu, free GPU memory on cuda);
-    otherwise warns (UserWarning) with what to change, and returns False."""
+    otherwise warns (utils.CourseWarning, which setup() lets through) with what to change, and returns False."""
     where = "" if available_bytes is not None else f" on {device}"
     if available_bytes is None:
         if device == "cpu":
@@ -270,6 +278,6 @@ def check_fits(est, available_bytes=None, device="cpu"):
         return True
     warnings.warn(f"estimated peak {_size(est['total'])} > {_size(available_bytes)} available{where}: "
                   f"train a LoRA adapter (lora_rank=16) instead of every weight, use a smaller group_size or "
-                  f"batch_size, shorter completions (max_new_tokens), or gradient checkpointing", UserWarning,
+                  f"batch_size, shorter completions (max_new_tokens), or gradient checkpointing", CourseWarning,
                   stacklevel=2)
     return False

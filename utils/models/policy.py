@@ -38,7 +38,7 @@ def char_tokenizer(alphabet="0123456789+-*= ", max_length=64):
     )
 
 
-def _hub_reachable(timeout=3.0):
+def hub_reachable(timeout=3.0):
     """True if the model hub answers a TCP connection within `timeout` seconds."""
     import socket
     from urllib.parse import urlparse
@@ -84,7 +84,7 @@ def load_policy(name=SHIPPED, device="cpu"):
                        if name in shipped else "")
             raise OSError(f"could not load the model folder {path} ({type(e).__name__}: {str(e)[:200]}): "
                           f"a file in it is missing or damaged{rebuild}") from None
-        if not _hub_reachable():
+        if not hub_reachable():
             raise OSError(
                 f"could not load model {name!r}: it is not a local model folder or cached download, and the "
                 f"model hub cannot be reached from here (no network). Offline, use the shipped model: "

@@ -134,11 +134,12 @@ def trl_kwargs(cfg: GRPOConfig):
     return out
 
 
-def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True):
+def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True, bf16=False):
     """A trl.GRPOConfig with the same hyper-parameters and loss as our config: the mapped fields of KNOB_MAP
     plus FIXED (see the module docstring for each loss option and TRL's default). cfg.batch_size is the
     global batch: with several processes (under accelerate or torchrun) each samples batch_size / world_size
-    completions and the gradients are averaged, so one step is the same step whatever the number of processes."""
+    completions and the gradients are averaged, so one step is the same step whatever the number of processes.
+    bf16=True trains in bfloat16 mixed precision (a GPU that has it; see settings_for)."""
     import trl
 
     cfg.validate()
@@ -150,11 +151,47 @@ def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True):
     if cfg.baseline != "mean":
         raise ValueError(f"GRPOConfig.baseline={cfg.baseline!r} has no trl.GRPOConfig field (TRL's GRPOTrainer only "
                          f"has the group mean); set GRPOConfig.baseline='mean' for train_with_trl")
-    return trl.GRPOConfig(output_dir=output_dir, **trl_kwargs(cfg), data_seed=cfg.seed, use_cpu=use_cpu, **FIXED)
+    if bf16:
+        import torch
+
+        if use_cpu or not (torch.cuda.is_available() and torch.cuda.is_bf16_supported()):
+            raise ValueError("bf16=True needs a GPU with bfloat16 (an A100, L4 or H100; not a T4) and use_cpu=False; "
+                             "settings_for(tokenizer, device) picks the precision for the machine you are on")
+    return trl.GRPOConfig(output_dir=output_dir, **trl_kwargs(cfg), data_seed=cfg.seed, use_cpu=use_cpu,
+                          **FIXED | {"bf16": bool(bf16)})
+
+
+# Lab 08's run, per kind of model. The toy answers in a few digits; a chat model writes a sentence and then an
+# 'Answer: N' line (utils.verifiers.chat.chat_reward), and a pre-trained model takes a small learning rate.
+TOY_RUN = dict(steps=30, batch_size=64, group_size=8, lr=2e-3, max_new_tokens=8)
+CHAT_RUN = dict(steps=30, batch_size=32, group_size=8, lr=5e-6, max_new_tokens=128)
+# measured (benchmarks/results/lab08_memory.json, 2 CPU threads): SmolLM2-135M LoRA, 32 completions x 64 tokens
+CPU_SECONDS_PER_STEP_SMOL = 54
+
+
+def settings_for(tokenizer, device="cpu"):
+    """(GRPOConfig fields, bf16, note) for Lab 08's LoRA run of the model behind `tokenizer`: TOY_RUN for a model
+    without a chat template (the shipped one), CHAT_RUN for a chat model (a 128-token cap: room for a sentence and
+    the answer line; lr 5e-6, the value Unsloth's GRPO notebooks use with LoRA, not tuned here: no hub model can
+    be trained offline). bf16 only on a GPU that has it (A100, L4, H100; a T4 has not: fp32 there); fp32 on a
+    CPU. note says what to expect."""
+    import torch
+
+    from utils.tasks.chat import has_chat_template
+
+    if not has_chat_template(tokenizer):
+        return dict(TOY_RUN), False, "the shipped model: seconds a step on a CPU"
+    gpu = str(device).startswith("cuda") and torch.cuda.is_available()
+    bf16 = gpu and torch.cuda.is_bf16_supported()
+    if gpu:
+        return dict(CHAT_RUN), bf16, f"a chat model on {torch.cuda.get_device_name()}, {'bf16' if bf16 else 'fp32'}"
+    minutes = CPU_SECONDS_PER_STEP_SMOL * CHAT_RUN["steps"] * CHAT_RUN["max_new_tokens"] / 64 / 60
+    return dict(CHAT_RUN), False, (f"a chat model on a CPU: about {minutes:.0f} minutes or more at SmolLM2-135M's "
+                                   f"measured {CPU_SECONDS_PER_STEP_SMOL} s a step for 32 x 64 tokens; use a GPU")
 
 
 def warn_if_too_big(policy, tokenizer, train_dataset, cfg, peft_config, grad_checkpointing, use_cpu):
-    """utils.models.memory's estimate of one step on this process, before TRL builds anything: a UserWarning
+    """utils.models.memory's estimate of one step on this process, before TRL builds anything: a CourseWarning
     with the estimate and what to change when it exceeds the free memory (check_fits). Architectures the
     estimate does not model are not checked. Returns the estimate, or None."""
     import torch
@@ -163,13 +200,14 @@ def warn_if_too_big(policy, tokenizer, train_dataset, cfg, peft_config, grad_che
 
     prompts = list(train_dataset["prompt"][:256])
     prompt_len = max(len(ids) for ids in tokenizer(prompts)["input_ids"])
+    device = "cpu" if use_cpu or not torch.cuda.is_available() else "cuda"
     try:
         est = estimate_memory(policy, cfg.batch_size // world_size(), prompt_len, cfg.max_new_tokens,
                               lora_rank=getattr(peft_config, "r", 0) if peft_config is not None else 0,
-                              grad_checkpointing=bool(grad_checkpointing), logits="fused")
+                              grad_checkpointing=bool(grad_checkpointing), logits="fused", device=device)
     except ValueError:   # a model type the estimate does not model
         return None
-    check_fits(est, device="cpu" if use_cpu or not torch.cuda.is_available() else "cuda")
+    check_fits(est, device=device)
     return est
 
 
@@ -193,12 +231,13 @@ def positions_from_mask(model):
 
 def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig, eval_prompts=None,
                    eval_answers=None, progress=True, eval_rewards=None, eval_sets=None, correct_fn=None,
-                   peft_config=None, use_cpu=True):
+                   peft_config=None, use_cpu=True, bf16=False):
     """Train `policy` in place with trl.GRPOTrainer. train_dataset needs columns prompt and answer; TRL
     passes its other columns to reward_fn as keyword arguments. correct_fn judges the held-out pass@1
     (default: the strict arithmetic verifier), as in train_grpo. peft_config (a peft.LoraConfig) trains a
     LoRA adapter instead of every weight: TRL wraps the policy in place and its reference is the policy with
-    the adapter switched off, so no second copy is kept (Lab 08). use_cpu=False lets TRL use a GPU.
+    the adapter switched off, so no second copy is kept (Lab 08). use_cpu=False lets TRL use a GPU; bf16=True
+    trains in bfloat16 there (settings_for says when).
 
     Returns (history, trainer): history has one dict per optimizer step (TRL's global_step: steps x
     updates_per_batch) holding TRL's logged numbers under train_grpo's names (TRL_KEYS, grad_norm included),
@@ -248,7 +287,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
 
     with tempfile.TemporaryDirectory() as out:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        args = to_trl_config(cfg, out, use_cpu)
+        args = to_trl_config(cfg, out, use_cpu, bf16)
         warn_if_too_big(policy, tokenizer, train_dataset, cfg, peft_config, args.gradient_checkpointing, use_cpu)
         trainer = trl.GRPOTrainer(model=policy, reward_funcs=reward, args=args,
                                   train_dataset=train_dataset, processing_class=tokenizer,
