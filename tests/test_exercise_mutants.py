@@ -613,6 +613,8 @@ def credit(text, a, b, mistake=None):
         return right / len(want)
     if mistake == "over steps written":
         return right / len(got) if got else 0.0
+    if mistake == "over readable steps written":
+        return right / max(len(want), sum(s is not None for s in got))
     if mistake == "needs the right answer":
         return right / max(len(want), len(got)) if t["answer"] == str(a + b) else 0.0
     return right / max(len(want), len(got))
@@ -620,7 +622,7 @@ def credit(text, a, b, mistake=None):
 
 CREDIT_MUTANTS = {m: r"expected|raised" for m in (
     "raises on None", "unreadable tokens dropped", "right steps anywhere", "true sums", "carry ignored",
-    "over steps needed", "over steps written", "needs the right answer")}
+    "over steps needed", "over steps written", "over readable steps written", "needs the right answer")}
 
 
 @pytest.mark.parametrize("mistake", list(CREDIT_MUTANTS))
@@ -676,6 +678,9 @@ def test_token_weights_by_hand():
 # Lab 07, exercise 1: the sweet-spot filter
 def sweet(rates, lo, hi, mistake=None):
     r = np.asarray(rates, dtype=float)
+    if mistake != "an empty band returns []":
+        if lo > hi or not ((r >= lo) & (r <= hi)).any():
+            raise ValueError("no prompt in the band, or lo > hi")
     if mistake == "ends outside":
         return np.flatnonzero((r > lo) & (r < hi))
     if mistake == "a mask, not indices":
@@ -694,7 +699,7 @@ def sweet(rates, lo, hi, mistake=None):
 
 SWEET_MUTANTS = {"ends outside": "expected", "a mask, not indices": "mask", "the band dropped, not kept": "expected",
                  "fixed band 0.3-0.7": "expected", "sorted by rate": "split's order",
-                 "hi exclusive": "expected"}
+                 "hi exclusive": "expected", "an empty band returns []": "expected a ValueError"}
 
 
 @pytest.mark.parametrize("mistake", list(SWEET_MUTANTS))
@@ -764,11 +769,13 @@ def asymptote(C, R, R0, C_mid, B, mistake=None):
         return float(R0 + (R[-1] - R0) / s[-1])
     if mistake == "gain, not asymptote":
         return float(s @ (R - R0) / (s @ s))
+    if mistake == "clipped to 1":
+        return min(1.0, float(R0 + s @ (R - R0) / (s @ s)))
     return float(R0 + s @ (R - R0) / (s @ s))
 
 
 FIT_MUTANTS = {m: "expected A" for m in ("C over C_mid", "R0 not subtracted", "mean ratio", "the last point",
-                                        "gain, not asymptote")}
+                                        "gain, not asymptote", "clipped to 1")}
 
 
 @pytest.mark.parametrize("mistake", list(FIT_MUTANTS))
@@ -789,10 +796,15 @@ def test_best_asymptote_reference_right_version_and_stub(capsys):
 # Lab 08: why isn't it learning?
 def diag(summary, mistake=None):
     s = summary.get
-    out = []
+    bad = any(isinstance(v, float) and not math.isfinite(v) for v in summary.values())
+    out = ["diverged"] if bad and mistake != "no diverged" else []
     zs, rm = s("zero_spread_frac"), s("reward_mean")
     if zs is not None and (zs > 0.8 if mistake == "strict 0.8" else zs >= 0.8) and rm is not None:
-        out.append("no_signal_all_wrong" if (mistake == "ignores the reward" or rm < 0.5) else "no_signal_all_right")
+        if mistake == "reward thresholds 0.1/0.9":
+            out += ["no_signal_all_wrong"] if rm < 0.1 else ["no_signal_all_right"] if rm > 0.9 else []
+        else:
+            out.append("no_signal_all_wrong" if (mistake == "ignores the reward" or rm < 0.5)
+                       else "no_signal_all_right")
     tr = s("truncated_frac")
     if mistake == "None not skipped" or tr is not None:
         if (tr >= 0.1 if mistake == "truncated at 0.1" else tr > 0.1):
@@ -808,7 +820,8 @@ def diag(summary, mistake=None):
 
 DIAG_MUTANTS = {"strict 0.8": "0.8 is already too many", "ignores the reward": "near 1",
                 "truncated at 0.1": "exactly 0.1", "kl reversed": "expected", "None not skipped": "None",
-                "sorted, not in order": "order"}
+                "sorted, not in order": "order", "reward thresholds 0.1/0.9": "not a 0.1 threshold",
+                "no diverged": "diverged"}
 
 
 @pytest.mark.parametrize("mistake", list(DIAG_MUTANTS))
@@ -821,6 +834,29 @@ def test_diagnose_reference_right_version_and_stub(capsys):
     assert ex.check_diagnose(diag) is diag
     assert ex.check_diagnose(diagnose) is diagnose
     assert ex.check_diagnose(stub) is diagnose and "NOTE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("check, reference, calling", [
+    ("check_step_credit", "utils.verifiers.traces:step_credit", lambda f: lambda text, a, b: f(text, a, b)),
+    ("check_token_weights", "utils.rl.grpo:token_weights", lambda f: lambda m, lt, ml: f(m, lt, ml) * 1.0),
+    ("check_sweet_spot", "utils.tasks.curation:sweet_spot", lambda f: lambda r, lo, hi: list(f(r, lo, hi))),
+    ("check_fill_batch", "utils.rl.rollout:fill_batch", lambda f: lambda rr, G, n: f(rr, G, n)),
+    ("check_best_asymptote", "utils.eval.scaling:best_asymptote", lambda f: lambda *a: f(*a)),
+    ("check_diagnose", "utils.eval.health:diagnose", lambda f: lambda s: list(f(s))),
+    ("check_token_entropy", "utils.eval.health:token_entropy", lambda f: lambda x, m: f(x, m)),
+])
+def test_calling_the_reference_passes_and_is_said(check, reference, calling, capsys):
+    """The course's policy (docs/TESTING.md): a learner's function that calls the library's reference passes (the
+    reference is right) and the check says so; the reference itself, or a version of one's own, gets no NOTE."""
+    import importlib
+
+    module, name = reference.split(":")
+    ref = getattr(importlib.import_module(module), name)
+    wrapper = calling(ref)
+    assert getattr(ex, check)(wrapper) is wrapper
+    assert "calls the library's" in capsys.readouterr().out
+    assert getattr(ex, check)(ref) is ref
+    assert "calls the library's" not in capsys.readouterr().out
 
 
 def test_every_check_has_mutants():

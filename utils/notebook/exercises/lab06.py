@@ -1,7 +1,7 @@
 """Lab 06's checks (reward design on reasoning traces): step credit, token weights."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
 from utils.rl import grpo
 
 # Lab 06: (a, b, text, expected credit, what the case tests). 478 + 356: 8+6+0=14 7+5+1=13 4+3+1=8 >834
@@ -12,6 +12,8 @@ STEP_CASES = [
     (478, 356, "8+6+0=14 7+5+1=13 4+3+1=8 0+0+0=0 >834", 3 / 4, "padding: an extra step costs"),
     (478, 356, "8+6+0=14 7+5+0=12 4+3+1=8 >834", 2 / 3, "a dropped carry: true sum, wrong step"),
     (478, 356, "8+6+0=14 hello 4+3+1=8 >834", 2 / 3, "an unreadable token keeps its place"),
+    (478, 356, "8+6+0=14 7+5+1=13 4+3+1=8 junk >834", 3 / 4,
+     "an unreadable extra token is a step written: it counts in the divisor"),
     (478, 356, "6+8+0=14 5+7+1=13 3+4+1=8 >834", 0.0, "operands swapped: not the steps asked for"),
     (5, 97, "5+7+0=12 0+9+1=10 >102", 1.0, "a shorter operand reads as 0"),
     (5, 97, ">102", 0.0, "no steps at all"),
@@ -41,7 +43,9 @@ def check_step_credit(fn):
             raise ExerciseError(f"my_step_credit on {what}:\n  completion {text!r:.70} for {a}+{b} "
                                 f"(right steps {' '.join('{}+{}+{}={}'.format(*s) for s in _steps(a, b))})\n"
                                 f"  expected {want:.4f}, got {got!r}\nRule: count written steps equal to the "
-                                f"right step at the same position; divide by max(steps written, steps needed).")
+                                f"right step at the same position; divide by max(steps written, steps needed), an "
+                                f"unreadable token counting as a step written.")
+    _said_if_reference("my_step_credit", fn, step_credit, STEP_CASES[0][2], STEP_CASES[0][0], STEP_CASES[0][1])
     print(f"OK: my_step_credit matches the process reward on {len(STEP_CASES)} worked cases.")
     return fn
 
@@ -77,5 +81,6 @@ def check_token_weights(fn):
                                     f"  expected {[[round(v, 4) for v in r] for r in want.tolist()]}\n"
                                     f"  got      {[[round(v, 4) for v in r] for r in got.tolist()]}\n"
                                     f"Hint: {hints[loss_type]}; 0 where the mask is 0.")
+    _said_if_reference("my_token_weights", fn, grpo.token_weights, masks["lengths 3, 1, 2 (T = 3)"], "dapo", 8)
     print("OK: my_token_weights matches the gradient of the aggregate for grpo, dapo and dr_grpo on 2 masks.")
     return fn

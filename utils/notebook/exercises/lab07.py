@@ -1,12 +1,13 @@
 """Lab 07's checks (data and compute): the sweet spot, dynamic sampling's refill, the best asymptote."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
 
 SWEET_CASES = [  # (rates, lo, hi, the indices in the band, what the case tests)
     ([0.0, 0.25, 0.3, 0.5, 0.7, 0.75, 1.0], 0.3, 0.7, [2, 3, 4], "both ends of the band are inside"),
     ([0.6, 0.1, 0.9, 0.5], 0.3, 0.7, [0, 3], "indices in the split's order, not sorted by rate"),
-    ([1.0, 0.0, 1.0], 0.3, 0.7, [], "nothing in the band: an empty result"),
+    ([1.0, 0.0, 1.0], 0.3, 0.7, ValueError, "nothing in the band: a ValueError saying what to do, not []"),
+    ([0.5, 0.6], 0.7, 0.3, ValueError, "lo above hi: a ValueError, not []"),
     ([0.0, 0.0625, 1.0], 0.0, 0.0625, [0, 1], "a band that starts at 0"),
     ([0.2, 0.4, 0.8], 0.1, 0.9, [0, 1, 2], "another band: lo and hi are used, not 0.3 and 0.7"),
 ]
@@ -14,8 +15,8 @@ SWEET_CASES = [  # (rates, lo, hi, the indices in the band, what the case tests)
 
 def check_sweet_spot(fn):
     """Check fn(rates, lo, hi) -> the indices of the prompts whose pass rate r has lo <= r <= hi, in order, on
-    SWEET_CASES. Returns the function to use (curation.sweet_spot, which also refuses a bad band, when fn is not
-    written)."""
+    SWEET_CASES; like curation.sweet_spot it raises a ValueError when the band is empty or upside down (a filter
+    that keeps nothing would train on nothing). Returns the function to use."""
     import numpy as np
 
     from utils.tasks.curation import sweet_spot
@@ -24,6 +25,14 @@ def check_sweet_spot(fn):
     except NotImplementedError:
         return _note("my_sweet_spot", sweet_spot)
     for rates, lo, hi, want, what in SWEET_CASES:
+        if want is ValueError:
+            try:
+                got = fn(np.array(rates), lo, hi)
+            except ValueError:
+                continue
+            raise ExerciseError(f"my_sweet_spot on {what}: rates {rates}, band [{lo}, {hi}]\n  expected a "
+                                f"ValueError\n  got      {np.asarray(got).tolist()}\nRule: raise ValueError(...) "
+                                f"with what to change when lo > hi or no prompt lies in the band.")
         got = fn(np.array(rates), lo, hi)
         got = np.asarray(got)
         if got.dtype == bool:
@@ -32,6 +41,7 @@ def check_sweet_spot(fn):
         if got.tolist() != want:
             raise ExerciseError(f"my_sweet_spot on {what}: rates {rates}, band [{lo}, {hi}]\n  expected indices "
                                 f"{want}\n  got      {got.tolist()}\nRule: the indices i with lo <= rates[i] <= hi.")
+    _said_if_reference("my_sweet_spot", fn, sweet_spot, np.array(SWEET_CASES[0][0]), 0.3, 0.7)
     print(f"OK: my_sweet_spot matches on {len(SWEET_CASES)} worked cases.")
     return fn
 
@@ -70,6 +80,8 @@ def check_fill_batch(fn):
                                 f"  expected kept {want_kept}, rounds used {want_used}\n"
                                 f"  got      kept {kept}, rounds used {used}\nRule: walk the rounds in order, "
                                 f"keep each group whose rewards are not all equal, stop once n_groups are kept.")
+    _said_if_reference("my_fill_batch", fn, fill_batch, [torch.tensor(r, dtype=torch.float32)
+                                                         for r in FILL_CASES[0][0]], 2, 3)
     print(f"OK: my_fill_batch matches dynamic sampling's refill on {len(FILL_CASES)} worked cases.")
     return fn
 
@@ -79,6 +91,8 @@ FIT_CASES = [  # (C, R, R0, C_mid, B, what the case tests): the expected A is be
     ([64.0, 640.0, 6400.0], [0.4, 0.4, 0.4], 0.4, 640.0, 2.0, "no gain at all: A = R0"),
     ([50.0, 200.0, 800.0, 3200.0], [0.35, 0.5, 0.55, 0.7], 0.3, 400.0, 0.5, "a shallow slope, R0 = 0.3"),
     ([10.0, 20.0], [0.9, 0.1], 0.5, 15.0, 3.0, "a fall below R0: A may be below R0"),
+    ([100.0, 1000.0], [0.5, 0.9], 0.2, 10000.0, 1.0,
+     "a steep rise far below C_mid: A above 1 (least squares knows no ceiling; do not clip it)"),
 ]
 
 
@@ -108,5 +122,7 @@ def check_best_asymptote(fn):
                                 f"  expected A = {want:.6f}\n  got        {got!r}{extra}\nHint: with "
                                 f"s = 1 / (1 + (C_mid / C) ** B) the curve is R0 + (A - R0) * s, a line in A - R0 "
                                 f"through the origin: A - R0 = sum(s * (R - R0)) / sum(s * s).")
+    C, R, R0, C_mid, B, _ = FIT_CASES[0]
+    _said_if_reference("my_best_asymptote", fn, best_asymptote, np.array(C), np.array(R), R0, C_mid, B)
     print(f"OK: my_best_asymptote matches the least-squares asymptote on {len(FIT_CASES)} worked cases.")
     return fn

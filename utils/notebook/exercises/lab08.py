@@ -1,5 +1,5 @@
 """Lab 08's check (from the toy to a real model): diagnose a run's summary."""
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
 
 DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
     (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9), [],
@@ -8,6 +8,12 @@ DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
      ["no_signal_all_wrong"], "groups all alike with reward near 0"),
     (dict(reward_mean=0.98, zero_spread_frac=0.8, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
      ["no_signal_all_right"], "groups all alike with reward near 1 (0.8 is already too many)"),
+    (dict(reward_mean=0.3, zero_spread_frac=0.9, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
+     ["no_signal_all_wrong"], "groups all alike, 30% of them right: under 0.5 is all wrong (not a 0.1 threshold)"),
+    (dict(reward_mean=0.7, zero_spread_frac=0.9, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
+     ["no_signal_all_right"], "groups all alike, 70% of them right: 0.5 or more is all right (not a 0.9 threshold)"),
+    (dict(reward_mean=float("nan"), zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9),
+     ["diverged"], "a value that is NaN: the run diverged, and that comes first"),
     (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.5, kl=0.01, entropy_ratio=0.9), ["truncated"],
      "half the completions cut at the cap"),
     (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.1, kl=0.01, entropy_ratio=0.9), [],
@@ -40,5 +46,6 @@ def check_diagnose(fn):
         if list(got) != want:
             raise ExerciseError(f"my_diagnose on {what}:\n  summary  {summary}\n  expected {want}\n  got      "
                                 f"{list(got)}\nRules and their order: health.diagnose's docstring.")
+    _said_if_reference("my_diagnose", fn, diagnose, dict(DIAGNOSE_CASES[0][0]))
     print(f"OK: my_diagnose matches on {len(DIAGNOSE_CASES)} worked cases.")
     return fn
