@@ -108,3 +108,19 @@ def test_shipped_pass_rates_match_the_split_and_the_band():
     assert ((rates * n) == np.round(rates * n)).all() and rates.min() >= 0 and rates.max() <= 1
     kept = sweet_spot(rates)
     assert 0.1 * len(rates) < len(kept) < 0.9 * len(rates), "the band keeps some prompts and drops some"
+
+
+def test_forecasts_by_hand():
+    """Each simple forecast is exact on the data it describes, and the rmse is over the second half only."""
+    from utils.eval.scaling import forecasts
+
+    C = np.array([100.0, 200.0, 400.0, 800.0, 1600.0])              # first half: C <= 800
+    line = 0.1 + 0.05 * np.log(C)                                    # straight in log C
+    f = forecasts(C, line, 0.1)
+    assert abs(f["line in log C"]["rmse"]) < 1e-12
+    assert f["nothing changes"]["pred"].tolist() == [line[3]]       # the first half's last point
+    assert abs(f["nothing changes"]["rmse"] - (line[4] - line[3])) < 1e-12
+    flat = np.full(5, 0.4)
+    assert f is not None and forecasts(C, flat, 0.4)["nothing changes"]["rmse"] == 0.0
+    with pytest.raises(ValueError, match="need 3 points"):
+        forecasts(C[:3], line[:3], 0.1)

@@ -65,3 +65,25 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asy
 def predict(fit, C):
     """The fitted curve at compute C."""
     return sigmoid(C, fit["A"], fit["C_mid"], fit["B"], fit["R0"])
+
+
+def forecasts(C, R, R0, best_A=best_asymptote):
+    """Fit on the first half of a run (C <= max(C) / 2) and forecast the rest, three ways: ScaleRL's sigmoid, a
+    straight line in log C (least squares), and 'nothing changes' (the first half's last point). A fitted curve
+    earns its parameters only by beating the simple forecasts. Returns {name: {"pred": [m], "err": [m] (forecast -
+    measured), "rmse": float}} for the m points of the second half, and "sigmoid_fit" (the first half's fit)."""
+    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)   # [n] each
+    first = C <= C.max() / 2
+    if first.sum() < 3 or (~first).sum() < 1:
+        raise ValueError(f"forecasts: need 3 points in the first half of the compute range and 1 after it; got "
+                         f"{int(first.sum())} and {int((~first).sum())}")
+    fit = fit_sigmoid(C[first], R[first], R0, best_A=best_A)
+    slope, icpt = np.polyfit(np.log(C[first]), R[first], 1)
+    preds = {"sigmoid": predict(fit, C[~first]), "line in log C": icpt + slope * np.log(C[~first]),
+             "nothing changes": np.full((~first).sum(), R[first][-1])}
+    out = {}
+    for name, pred in preds.items():
+        err = pred - R[~first]
+        out[name] = {"pred": pred, "err": err, "rmse": float(np.sqrt(np.mean(err ** 2)))}
+    out["sigmoid_fit"] = fit
+    return out
