@@ -95,18 +95,22 @@ def launch_command(args):
 
 class InvariantSampler:
     """A logits processor that samples each row by Gumbel-max with noise seeded by (seed, call, the row's
-    tokens so far, its index within its group): argmax(logits / T + g), g ~ Gumbel(0, 1), is an exact sample of
-    softmax(logits / T) (Gumbel 1954; Maddison et al., arXiv 1411.0052). Returns logits that are -inf except at
-    the chosen token, so any sampler after it picks that token. row_offset is this process's first row in the
-    global batch (rank * per-process batch), so a row's group index is the same under any split."""
+    tokens so far without its left padding, its index within its group): argmax(logits / T + g), g ~ Gumbel(0, 1),
+    is an exact sample of softmax(logits / T) (Gumbel 1954; Maddison et al., arXiv 1411.0052). Returns logits
+    that are -inf except at the chosen token, so any sampler after it picks that token. row_offset is this
+    process's first row in the global batch (rank * per-process batch), so a row's group index is the same under
+    any split; pad_id's leading tokens are left out, since each process pads its rows to its own longest."""
 
-    def __init__(self, seed, group_size, temperature, row_offset=0):
+    def __init__(self, seed, group_size, temperature, row_offset=0, pad_id=None):
         self.seed, self.G, self.T, self.row_offset, self.call = seed, group_size, temperature, row_offset, 0
+        self.pad_id = pad_id
 
-    def __call__(self, input_ids, scores):  # input_ids [B, L], scores [B, V]
+    def __call__(self, input_ids, scores):  # input_ids [B, L] left padded, scores [B, V]
         out = torch.full_like(scores, float("-inf"))
         for i in range(scores.shape[0]):
-            key = hash((self.seed, self.call, (self.row_offset + i) % self.G, tuple(input_ids[i].tolist())))
+            ids = input_ids[i].tolist()
+            start = next((j for j, t in enumerate(ids) if t != self.pad_id), len(ids))   # each process pads its own
+            key = hash((self.seed, self.call, (self.row_offset + i) % self.G, tuple(ids[start:])))  # rows: unpadded
             gen = torch.Generator().manual_seed(key % (2 ** 63))
             u = torch.rand(scores.shape[1], generator=gen, dtype=torch.float64).clamp_(1e-12, 1 - 1e-12)
             g = -torch.log(-torch.log(u)).to(scores.device)                      # [V] Gumbel noise
@@ -152,7 +156,7 @@ def train(args):
     policy, tok = load_policy(args["model"])
     if args["sampling"] == "invariant":
         use_invariant_sampling(policy, InvariantSampler(args["seed"], cfg.group_size, cfg.temperature,
-                                                        rank * (cfg.batch_size // world)))
+                                                        rank * (cfg.batch_size // world), tok.pad_token_id))
     peft_config = None
     if args["lora"]:
         from peft import LoraConfig
