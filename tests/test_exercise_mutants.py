@@ -812,6 +812,8 @@ def diag(summary, mistake=None):
     kl = s("kl")
     if kl is not None and (kl > 1e-4 if mistake == "kl reversed" else kl < 1e-4):
         out.append("not_moving")
+    if kl is not None and mistake != "no kl_exploding" and (kl >= 10 if mistake == "kl ceiling inclusive" else kl > 10):
+        out.append("kl_exploding")
     er = s("entropy_ratio")
     if er is not None and er < 0.5:
         out.append("collapsing")
@@ -821,7 +823,7 @@ def diag(summary, mistake=None):
 DIAG_MUTANTS = {"strict 0.8": "0.8 is already too many", "ignores the reward": "near 1",
                 "truncated at 0.1": "exactly 0.1", "kl reversed": "expected", "None not skipped": "None",
                 "sorted, not in order": "order", "reward thresholds 0.1/0.9": "not a 0.1 threshold",
-                "no diverged": "diverged"}
+                "no diverged": "diverged", "no kl_exploding": "run away", "kl ceiling inclusive": "exactly the ceiling"}
 
 
 @pytest.mark.parametrize("mistake", list(DIAG_MUTANTS))

@@ -174,8 +174,15 @@ def test_diagnose_rules_by_hand():
     assert diagnose({**ok, "truncated_frac": 0.11}) == ["truncated"] and diagnose({**ok, "truncated_frac": 0.1}) == []
     assert diagnose({**ok, "kl": 9e-5}) == ["not_moving"] and diagnose({**ok, "kl": 1e-4}) == []
     assert diagnose({**ok, "entropy_ratio": 0.49}) == ["collapsing"]
+    assert diagnose({**ok, "kl": 10.5}) == ["kl_exploding"] and diagnose({**ok, "kl": 10.0}) == []
     assert diagnose({k: None for k in ok}) == []
     every = diagnose(dict(reward_mean=0.0, zero_spread_frac=1.0, truncated_frac=1.0, kl=0.0, entropy_ratio=0.1))
     assert every == ["no_signal_all_wrong", "truncated", "not_moving", "collapsing"]
-    assert set(every) | {"no_signal_all_right", "diverged"} == set(DIAGNOSES)
+    assert set(every) | {"no_signal_all_right", "diverged", "kl_exploding"} == set(DIAGNOSES)
+    assert diagnose({**ok, "kl": 50.0, "entropy_ratio": 0.1}) == ["kl_exploding", "collapsing"]
+    from utils.eval.health import TRL_SIGNALS
+    from utils.rl.trl_trainer import TRL_KEYS
+    assert set(TRL_SIGNALS) == set(DIAGNOSES)
+    named = {k.strip().split(" ")[0] for v in TRL_SIGNALS.values() for k in v.split(",")}
+    assert named - {"completions/mean_length"} <= set(TRL_KEYS), named - set(TRL_KEYS)   # keys TRL really logs
     assert diagnose({**ok, "kl": float("nan")}) == ["diverged"]

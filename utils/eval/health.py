@@ -141,8 +141,24 @@ DIAGNOSES = {  # name: (what you see, what to change), in the order diagnose() r
                   "or mask truncated completions out of the loss (mask_truncated_completions)"),
     "not_moving": ("KL to the reference stays near 0: the policy is not changing",
                    "raise the learning rate; check the optimizer has trainable parameters (LoRA: the adapter)"),
+    "kl_exploding": ("KL to the reference above KL_CEILING: the policy has run far from where it started",
+                     "lower the learning rate, raise beta (the KL weight) or clip harder (epsilon); read samples: a "
+                     "policy racing away is often chasing a reward hack (Lab 02)"),
     "collapsing": ("entropy under half of where it started", "clip-higher, an entropy bonus or a lower learning "
                    "rate (Lab 04); check pass@k, not only pass@1 (Lab 05)"),
+}
+
+
+# where each row's signal is in TRL's logs (trl.GRPOTrainer's log keys; our histories use utils.rl.trl_trainer.
+# TRL_KEYS' names for the same numbers): what to look at in a real run's dashboard
+TRL_SIGNALS = {
+    "diverged": "loss, grad_norm, reward (any NaN or inf)",
+    "no_signal_all_wrong": "frac_reward_zero_std, reward",
+    "no_signal_all_right": "frac_reward_zero_std, reward",
+    "truncated": "completions/clipped_ratio, completions/mean_length",
+    "not_moving": "kl (logged when beta > 0)",
+    "kl_exploding": "kl, clip_ratio/region_mean",
+    "collapsing": "entropy",
 }
 
 
@@ -169,6 +185,7 @@ def diagnose(summary):
       zero_spread_frac >= ZERO_SPREAD_CEILING -> no_signal_all_wrong if reward_mean < 0.5, else no_signal_all_right
       truncated_frac > TRUNCATED_CEILING      -> truncated
       kl < KL_FLOOR                           -> not_moving
+      kl > KL_CEILING                         -> kl_exploding
       entropy_ratio < ENTROPY_RATIO           -> collapsing
       any value NaN or inf                    -> diverged (first)
     A loss near 0 is not on the list: GRPO's advantages average to 0 in each group, so its loss sits near 0
@@ -182,6 +199,8 @@ def diagnose(summary):
         out.append("truncated")
     if s("kl") is not None and s("kl") < KL_FLOOR:
         out.append("not_moving")
+    if s("kl") is not None and s("kl") > KL_CEILING:
+        out.append("kl_exploding")
     if s("entropy_ratio") is not None and s("entropy_ratio") < ENTROPY_RATIO:
         out.append("collapsing")
     return out
