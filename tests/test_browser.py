@@ -233,9 +233,13 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         source = (ROOT / "labs" / name).read_text()
         if "utils.notebook.widgets" in source:  # the lab's own interactive widget, besides any progress bars
             assert s["rendered"] >= 1, f"{name} displays a widget, but none rendered"
+        figures = page.evaluate("""() => [...document.querySelectorAll('.jp-RenderedImage img')]
+                                   .filter(i => i.complete && i.naturalWidth > 0).length""")
+        assert figures >= 1, f"no figure rendered in {name}"   # every lab draws its mechanism (figures.py)
         if name.startswith("01"):
             _type_a_problem(page)
         _screenshot(page, name)
+        _answer_the_self_check(page, name)
     finally:
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")  # free the kernel
         page.close()
@@ -259,6 +263,20 @@ def _type_a_problem(page):
                            timeout=60_000)
 
 
+def _answer_the_self_check(page, name):
+    """The lab's self-check responds: pick the first question's right option, press Check, read "Right."."""
+    from utils.notebook.selfcheck import QUESTIONS
+
+    quiz = page.locator(".rlvr-selfcheck").last
+    quiz.scroll_into_view_if_needed()
+    first = quiz.locator(".widget-vbox").first
+    first.locator("input[type='radio']").nth(QUESTIONS[name[:2]][0][2]).check()
+    first.get_by_role("button", name="Check").click()
+    page.wait_for_function("""() => [...document.querySelectorAll('.rlvr-selfcheck-feedback')]
+                              .some(e => e.innerText.startsWith('Right.'))""", timeout=30_000)
+    page.screenshot(path=str(SHOTS / (Path(name).stem + "_selfcheck.png")))
+
+
 def _screenshot(page, name):
     """The lab's interactive widget in view if it has one, else the end of the notebook."""
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -269,7 +287,8 @@ def _screenshot(page, name):
     page.evaluate("""() => {
       const node = window.jupyterapp.shell.currentWidget.content.node;
       const views = [...node.querySelectorAll('.jp-OutputArea-output')]
-        .filter(e => e.querySelector('.jupyter-widgets') && !e.querySelector('.widget-hprogress, progress'));
+        .filter(e => e.querySelector('.jupyter-widgets') && !e.querySelector('.widget-hprogress, progress')
+                     && !e.querySelector('.rlvr-selfcheck'));
       const target = views.length ? views[views.length - 1] : node.lastElementChild;
       target.scrollIntoView({block: 'center'});
     }""")
