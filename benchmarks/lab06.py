@@ -3,6 +3,7 @@ aggregation, and what a short completion cap does. Usage:
 
     python benchmarks/lab06.py --part lab      # the notebook's config, every condition, seeds 0-2: ~10 min
     python benchmarks/lab06.py --part long     # 150 steps: outcome/process/arithmetic and the length study
+    python benchmarks/lab06.py --part length   # 40 steps: the length-biased reward with and without std scaling
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
 Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
@@ -50,6 +51,12 @@ LAB_CONDITIONS = {  # name -> (reward, changes to the config)
     "rubric": ("rubric", {}),
     "length-biased": ("length-biased", {}),
 }
+# why the length-biased run loses its answers (issue 35): with scale_std each group's rewards are divided by their
+# std, so in a group with no right answer the 0.1-a-step differences become advantages as large as a right
+# answer's; without it they stay 10 times smaller. The lab's config, the scale_std switch crossed with the reward.
+LENGTH_CONDITIONS = {"length-biased": ("length-biased", {}),
+                     "length-biased, no std": ("length-biased", {"scale_std": False}),
+                     "outcome": ("outcome", {}), "outcome, no std": ("outcome", {"scale_std": False})}
 # 150 steps: the first study (lr 1e-4: at 5e-4 one or two updates broke the traces in a first trial)
 LONG_CONFIG = dict(steps=150, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
                    eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=25, eval_n=300,
@@ -95,7 +102,7 @@ def run(condition, table, config, eval_k, seed, steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("lab", "long"), default="lab")
+    ap.add_argument("--part", choices=("lab", "long", "length"), default="lab")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None)
@@ -104,8 +111,9 @@ def main():
     from utils.models.policy import TRACE, load_policy
     from utils.tasks import scratchpad
 
-    config, table, eval_k = ((LAB_CONFIG, LAB_CONDITIONS, LAB_EVAL_K) if args.part == "lab"
-                             else (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K))
+    config, table, eval_k = {"lab": (LAB_CONFIG, LAB_CONDITIONS, LAB_EVAL_K),
+                             "length": (LAB_CONFIG, LENGTH_CONDITIONS, LAB_EVAL_K),
+                             "long": (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K)}[args.part]
     steps = args.steps or config["steps"]
     conditions = args.conditions or list(table)
     setup(0, quiet=True)

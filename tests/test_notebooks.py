@@ -85,13 +85,16 @@ def test_setup_cell_outside_the_course_says_what_to_do(tmp_path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
-def test_title_badge_goals_time_and_summary(path):
+def test_title_badge_goals_time_summary_and_self_check(path):
     cells = read(path).cells
     head, name = cells[0].source, os.path.basename(path)
     assert cells[0].cell_type == "markdown" and head.startswith("# Lab ")
     assert f"colab.research.google.com/github/rlvr-labs/rlvr-labs/blob/main/labs/{name}" in head
     assert "**Why it matters.**" in head and "**You will be able to**" in head and "**Time:**" in head
-    assert cells[-1].cell_type == "markdown" and cells[-1].source.startswith("## Summary")
+    lab = name[:2]   # the end: the summary, then the self-check (utils/notebook/selfcheck.py)
+    assert cells[-3].cell_type == "markdown" and cells[-3].source.startswith("## Summary")
+    assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## Check yourself")
+    assert cells[-1].cell_type == "code" and f'self_check("{lab}")' in cells[-1].source
     # every "What to notice" follows something that ran
     for i, c in enumerate(cells):
         if c.cell_type == "markdown" and c.source.startswith("**What to notice.**"):
