@@ -360,6 +360,7 @@ def train_with_trl_parts(a):
     import trl
     return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
             a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["correct_fn"], a["use_cpu"],
+            a["bf16"],
             # a LoRA run wraps the policy in place and the lab reads its trainer: run it, never load it
             None if a["peft_config"] is None else object())
 

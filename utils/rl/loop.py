@@ -71,7 +71,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
             bar.update(1)
             if stop:  # the bar ends complete, with the reason in its label (a narrow terminal trims the tail)
-                bar.set_description(f"{bar.desc.removesuffix(': ')} (stopped by its {stop})", refresh=False)
+                if not bar.disable:   # a disabled bar has no label
+                    bar.set_description(f"{bar.desc.removesuffix(': ')} (stopped by its {stop})", refresh=False)
                 bar.reset(total=step + 1)
                 bar.update(step + 1)
                 break
