@@ -323,3 +323,13 @@ def test_largest_k_under():
     assert largest_k_under([0.01, 0.04, 0.06, 0.2], [1, 2, 4, 8]) == 2
     assert largest_k_under([0.01, 0.04], [1, 2], level=0.05) == 2
     assert largest_k_under([0.1, 0.2], [1, 2]) is None
+
+
+def test_seed_difference_by_hand():
+    from utils.eval.metrics import seed_difference
+    # differences 0.1, 0.3, 0.2: mean 0.2, sample std 0.1, half-width 4.303 * 0.1 / sqrt(3)
+    mean, half = seed_difference([0.6, 0.8, 0.7], [0.5, 0.5, 0.5])
+    assert abs(mean - 0.2) < 1e-12 and abs(half - 4.303 * 0.1 / 3 ** 0.5) < 1e-9
+    assert seed_difference([1, 1], [0, 0]) == (1.0, 0.0)
+    with pytest.raises(ValueError, match="need 2 to 11 paired seeds"):
+        seed_difference([0.5], [0.4])

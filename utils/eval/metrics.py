@@ -280,3 +280,16 @@ def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tok
         right = np.array(correct_fn(ro.texts, ans, **extra)) >= 1.0   # [m * n]
         out[i:i + m] = right.reshape(m, n).mean(1)
     return out
+
+
+# two-sided 95% quantiles of Student's t for 1-10 degrees of freedom (any statistics table)
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def seed_difference(a, b):
+    """Paired over seeds: a[i] - b[i] for runs of the same seed i. Returns (mean difference, half-width of its 95%
+    t interval): what a comparison on this many seeds could and could not detect. Needs 2-11 seeds."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.ndim != 1 or not 2 <= len(d) <= 11:
+        raise ValueError(f"seed_difference: need 2 to 11 paired seeds; got {len(np.atleast_1d(d))}")
+    return float(d.mean()), float(T95[len(d) - 1] * d.std(ddof=1) / np.sqrt(len(d)))
