@@ -4,6 +4,7 @@ aggregation, and what a short completion cap does. Usage:
     python benchmarks/lab06.py --part lab      # the notebook's config, every condition, seeds 0-2: ~10 min
     python benchmarks/lab06.py --part long     # 150 steps: outcome/process/arithmetic and the length study
     python benchmarks/lab06.py --part length   # 40 steps: the length-biased reward with and without std scaling
+    python benchmarks/lab06.py --part sparse   # 40 steps on 5-digit problems: outcome against shaped
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
 Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
@@ -57,6 +58,11 @@ LAB_CONDITIONS = {  # name -> (reward, changes to the config)
 LENGTH_CONDITIONS = {"length-biased": ("length-biased", {}),
                      "length-biased, no std": ("length-biased", {"scale_std": False}),
                      "outcome": ("outcome", {}), "outcome, no std": ("outcome", {"scale_std": False})}
+# shaping where it should help (issue 35): problems that give almost no signal at the start. Training on fresh
+# 5-digit problems (SPARSE_TRAIN_SEED, none of them in the ood split), judged on the ood split (300 5-digit
+# problems the runs never see), the lab's config otherwise.
+SPARSE_CONDITIONS = {"outcome": ("outcome", {}), "shaped": ("shaped", {})}
+SPARSE_TRAIN, SPARSE_TRAIN_SEED = 2000, 99
 # 150 steps: the first study (lr 1e-4: at 5e-4 one or two updates broke the traces in a first trial)
 LONG_CONFIG = dict(steps=150, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
                    eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=25, eval_n=300,
@@ -81,7 +87,24 @@ def reward_fn(name):
             "arithmetic": traces.arithmetic_reward}[name]
 
 
-def run(condition, table, config, eval_k, seed, steps):
+def sparse_train():
+    """SPARSE_TRAIN fresh 5-digit problems (a Dataset like the splits), none of them in the ood split."""
+    import random
+
+    from datasets import Dataset
+
+    from utils.tasks import scratchpad
+    ood = set(scratchpad.load_split("ood")["prompt"])
+    rng, rows, seen = random.Random(SPARSE_TRAIN_SEED), [], set()
+    while len(rows) < SPARSE_TRAIN:
+        p = scratchpad.make_problem(rng, 5)
+        if p["prompt"] not in ood and p["prompt"] not in seen:
+            seen.add(p["prompt"])
+            rows.append(p)
+    return Dataset.from_list(rows)
+
+
+def run(condition, table, config, eval_k, seed, steps, train=None, test=None):
     from utils.models.policy import TRACE, load_policy
     from utils.rl.grpo import GRPOConfig
     from utils.runs.traces import train_on_traces
@@ -91,8 +114,8 @@ def run(condition, table, config, eval_k, seed, steps):
     base, tok = load_policy(TRACE)
     reward, changes = table[condition]
     cfg = GRPOConfig(**dict(config, **changes, steps=steps, seed=seed))
-    r = train_on_traces(base, tok, reward_fn(reward), cfg, scratchpad.load_split("train"),
-                        scratchpad.load_split("test"), eval_k=eval_k, progress=False)
+    r = train_on_traces(base, tok, reward_fn(reward), cfg, train or scratchpad.load_split("train"),
+                        test or scratchpad.load_split("test"), eval_k=eval_k, progress=False)
     return {"condition": condition, "reward": reward, "changes": changes, "seed": seed, "steps": steps,
             "seconds": round(r["seconds"], 1),
             "heldout_curve": [(h["step"], h["heldout_pass@1"]) for h in r["history"]
@@ -102,7 +125,7 @@ def run(condition, table, config, eval_k, seed, steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("lab", "long", "length"), default="lab")
+    ap.add_argument("--part", choices=("lab", "long", "length", "sparse"), default="lab")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None)
@@ -113,16 +136,18 @@ def main():
 
     config, table, eval_k = {"lab": (LAB_CONFIG, LAB_CONDITIONS, LAB_EVAL_K),
                              "length": (LAB_CONFIG, LENGTH_CONDITIONS, LAB_EVAL_K),
+                             "sparse": (LAB_CONFIG, SPARSE_CONDITIONS, LAB_EVAL_K),
                              "long": (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K)}[args.part]
     steps = args.steps or config["steps"]
     conditions = args.conditions or list(table)
     setup(0, quiet=True)
-    base = trace_metrics(*load_policy(TRACE), scratchpad.load_split("test"), k=eval_k,
+    train, test = (sparse_train(), scratchpad.load_split("ood")) if args.part == "sparse" else (None, None)
+    base = trace_metrics(*load_policy(TRACE), test or scratchpad.load_split("test"), k=eval_k,
                          max_new_tokens=config["max_new_tokens"])
     runs = []
     for c in conditions:
         for seed in args.seeds:
-            runs.append(run(c, table, config, eval_k, seed, steps))
+            runs.append(run(c, table, config, eval_k, seed, steps, train, test))
             f = runs[-1]["final"]
             print(f"{c:18s} seed {seed}: pass@1 {f['pass@1']:.3f}  CoT {f['cot_pass@1']:.3f}  steps exact "
                   f"{f['steps_exact']:.3f}  arithmetic {f['arithmetic_score']:.3f}  length {f['length']:.1f} "

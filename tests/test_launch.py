@@ -44,7 +44,14 @@ def test_groups_across_processes_with_token_normalised_losses(tmp_path, shipped,
     2 processes still train what 1 does (measured for dapo: 2.5e-4 apart against an update of 0.83; with TRL's
     own sampler instead of the invariant one, 1.08 apart)."""
     base = {k: v.detach().clone() for k, v in shipped[0].state_dict().items() if v.is_floating_point()}
-    (w2a, w2b), r2 = launch(tmp_path, "two", processes=2, batch_size=24, loss_type=loss_type)
+    import socket
+
+    with socket.socket() as held:   # accelerate's default port taken, as by a second test session beside this one
+        try:
+            held.bind(("127.0.0.1", 29500))
+        except OSError:
+            pass                     # taken already: the same situation
+        (w2a, w2b), r2 = launch(tmp_path, "two", processes=2, batch_size=24, loss_type=loss_type)
     (w1,), r1 = launch(tmp_path, "one", processes=1, batch_size=24, loss_type=loss_type)
     assert r2["per_process_batch"] == 12 and 12 % 8 != 0                 # a group is split between the ranks
     update = weight_distance(w1, base)
@@ -83,6 +90,11 @@ def test_parse_and_command():
     assert (a["processes"], a["steps"], a["lr"]) == (2, 5, 1e-3)
     cmd = launch_command(a)
     assert cmd[cmd.index("--num_processes") + 1] == "2" and "utils.rl.launch" in cmd and "steps=5" in cmd
+    import socket
+
+    port = int(cmd[cmd.index("--main_process_port") + 1])   # not accelerate's fixed 29500: two runs at once clashed
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))                          # free when it was chosen
     for bad, msg in [(["steps"], "key=value"), (["epochs=3"], "key=value"), (["steps=two"], "whole number"),
                      (["processes=0"], ">= 1"), (["sampling=greedy"], "invariant"), (["device=tpu"], "cpu")]:
         with pytest.raises(ValueError, match=msg):

@@ -85,12 +85,23 @@ def weight_distance(a, b):
     return sum(((a[k].double() - b[k].double()) ** 2).sum() for k in a).sqrt().item()
 
 
+def free_port():
+    """A TCP port free on this machine now: two runs at once (two test sessions, say) would both take
+    accelerate's default 29500 and the second would fail. (accelerate >= 1.5 picks one for port 0; the lowest
+    version requirements.txt allows does not.)"""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def launch_command(args):
-    """The accelerate command that runs this module on args['processes'] local processes."""
+    """The accelerate command that runs this module on args['processes'] local processes, on a free port."""
     rest = [f"{k}={v}" for k, v in args.items() if k != "processes"]
     return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes",
             str(args["processes"]), "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-            "-m", "utils.rl.launch", *rest]
+            "--main_process_port", str(free_port()), "-m", "utils.rl.launch", *rest]
 
 
 class InvariantSampler:
