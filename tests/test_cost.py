@@ -27,9 +27,9 @@ def test_step_flops_by_hand():
 
 
 def test_stored_cpu_steps_are_predicted_from_one():
-    """A stored-file check (benchmarks/results/lab08_memory.json, glibc's default allocator, 2 threads): calibrated
-    on the SmolLM2 LoRA step, the FLOPs count predicts the other real-architecture steps within 15% (measured 0.93-1.09),
-    where "seconds grow with tokens" alone, blind to the model's size, is 4x off on Qwen."""
+    """A stored-file check (benchmarks/results/lab08_memory.json, glibc's default allocator, 2 threads):
+    calibrated on the SmolLM2 LoRA step, the FLOPs count predicts the other real-architecture steps within 15%
+    (measured 0.93-1.09), where "seconds grow with tokens" alone, blind to the model's size, is 4x off on Qwen."""
     runs = [r for r in json.load(open(os.path.join(ROOT, "benchmarks", "results", "lab08_memory.json")))["runs"]
             if "failed" not in r and r["allocator"] == "glibc default" and r["model"] in REAL_ARCHS]
 
