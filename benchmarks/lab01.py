@@ -3,6 +3,7 @@
     python benchmarks/lab01.py                 # everything, ~20 minutes on a 2-core CPU
     python benchmarks/lab01.py --skip-notebook # without running the lab notebook
     python benchmarks/lab01.py --seeds-only    # only part 5 (~12 minutes), kept beside the rest in the JSON
+    python benchmarks/lab01.py --throughput-only  # only part 3 (~3 minutes), kept beside the rest
 
 1. the shipped base model: sampled pass@1 (temperature 1), pass@8 and greedy accuracy on test;
 2. GRPO with Lab 01's config, stopped after 90 s of wall-clock time: held-out sampled pass@1
@@ -157,17 +158,24 @@ def main():
     ap.add_argument("--skip-notebook", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seeds-only", action="store_true")
+    ap.add_argument("--throughput-only", action="store_true")
     args = ap.parse_args()
     setup(seed=0, quiet=True)
     from utils.tasks.arithmetic import load_split
 
     train, test = load_split("train"), load_split("test")
     path = os.path.join(ROOT, "benchmarks", "results", "lab01.json")
-    if args.seeds_only:
+    if args.seeds_only or args.throughput_only:
         with open(path) as f:
             res = json.load(f)
-        res["lab_runs_by_seed"] = lab_runs_by_seed(train, test)
-        res["lab_runs_by_seed_environment"] = environment()
+        if args.seeds_only:
+            res["lab_runs_by_seed"] = lab_runs_by_seed(train, test)
+            res["lab_runs_by_seed_environment"] = environment()
+        if args.throughput_only:
+            res["throughput"] = throughput(train, repeats=args.repeats)
+            res["throughput_with_kl_tracking"] = throughput(train, repeats=args.repeats, track_kl=True)
+            res["throughput_environment"] = environment()
+            print("throughput:", res["throughput"], res["throughput_with_kl_tracking"], flush=True)
         with open(path, "w") as f:
             json.dump(res, f, indent=1)
         return

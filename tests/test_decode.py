@@ -109,3 +109,94 @@ def test_other_architectures_fall_back(models):
         assert not decode.supports(models[policy.SHIPPED][0]), "a GPT-2 variant computed differently falls back"
     finally:
         cfg.scale_attn_by_inverse_layer_idx = False
+
+
+def _scores(model, args, lean):
+    """completion_logprobs' log-probs, entropies and the gradient of their sum, by the lean grouped forward or
+    by transformers' forward pass."""
+    saved = decode.supports
+    if not lean:
+        decode.supports = lambda m: False
+    try:
+        model.zero_grad()
+        lp, ent = policy.completion_logprobs(model, *args, entropy_grad=True)
+        (lp.sum() + 0.5 * ent.sum()).backward()
+        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
+    finally:
+        decode.supports = saved
+        model.zero_grad()
+
+
+def _agree(a, b):
+    assert torch.allclose(a[0], b[0], atol=1e-5), (a[0] - b[0]).abs().max()
+    assert torch.allclose(a[1], b[1], atol=1e-5), (a[1] - b[1]).abs().max()
+    for x, y in zip(a[2], b[2]):
+        assert (x - y).norm() <= 1e-4 * y.norm() + 1e-8
+
+
+@pytest.mark.parametrize("name,prompts,T", [(policy.SHIPPED, SHORT_PROMPTS, 8), (policy.TRACE, TRACE_PROMPTS, 40)])
+def test_grouped_forward_equals_transformers(models, name, prompts, T):
+    """Training's log-probs (each prompt computed once for its group, decode.completion_logits) equal the full
+    forward pass's, values and gradients, on groups of left-padded prompts with completions of several lengths."""
+    model, tok = models[name]
+    model.eval()
+    ro = sample(model, tok, prompts, k=4, max_new_tokens=T, generator=torch.Generator().manual_seed(3))
+    assert (ro.prompt_mask == 0).any() and (ro.completion_mask == 0).any()  # padding on both sides
+    args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
+    _agree(_scores(model, args, True), _scores(model, args, False))
+    # the sampler's log-probs are the same distribution's
+    assert torch.allclose(_scores(model, args, True)[0], ro.logprobs, atol=1e-5)
+
+
+def test_grouped_forward_any_row_order(models):
+    """Prompts that repeat but not next to each other, a prompt alone, and one-token completions: still the full
+    forward's numbers (rows are grouped only where a prompt equals the row before's)."""
+    model, tok = models[policy.SHIPPED]
+    model.eval()
+    ro = sample(model, tok, SHORT_PROMPTS + SHORT_PROMPTS[:2], k=1, max_new_tokens=6,
+                generator=torch.Generator().manual_seed(4))
+    args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
+    _agree(_scores(model, args, True), _scores(model, args, False))
+    one = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids[:, :1], ro.completion_mask[:, :1])
+    _agree(_scores(model, one, True), _scores(model, one, False))
+
+
+def test_grouped_forward_does_half_the_work(models, monkeypatch):
+    """A group of 8 completions runs its prompt once: the model's blocks see n_prompts * P + N * (T - 1)
+    positions, against N * (P + T) in the full forward."""
+    model, tok = models[policy.SHIPPED]
+    ro = sample(model, tok, SHORT_PROMPTS, k=8, max_new_tokens=8, generator=torch.Generator().manual_seed(5))
+    seen = []
+    real = decode._qkv
+    monkeypatch.setattr(decode, "_qkv", lambda blk, x, *a: (seen.append(x.shape[0] * x.shape[1]), real(blk, x, *a))[1])
+    decode.completion_logits(model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids)
+    N, P = ro.prompt_ids.shape
+    T = ro.completion_ids.shape[1]
+    layers = model.config.n_layer
+    assert sum(seen) == layers * (4 * P + N * (T - 1))
+
+
+def test_dropout_in_training_mode_takes_transformers_path(models, monkeypatch):
+    """The lean path has no dropout: a model in training mode with dropout on is scored by transformers."""
+    model, tok = models[policy.SHIPPED]
+    ro = sample(model, tok, SHORT_PROMPTS, k=2, max_new_tokens=4, generator=torch.Generator().manual_seed(6))
+    args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
+
+    def refuse(*a, **k):
+        raise AssertionError("the lean path ran")
+    monkeypatch.setattr(decode, "completion_logits", refuse)
+    drop = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert drop, "GPT-2 has dropout layers"
+    saved = [m.p for m in drop]
+    try:
+        for m in drop:
+            m.p = 0.1
+        model.train()
+        policy.completion_logprobs(model, *args)      # transformers' forward, dropout on
+        model.eval()
+        with pytest.raises(AssertionError, match="lean path ran"):
+            policy.completion_logprobs(model, *args)  # eval mode: the lean path
+    finally:
+        for m, p in zip(drop, saved):
+            m.p = p
+        model.eval()

@@ -176,8 +176,9 @@ def _hf_steps(model, ids, mask):
         attn = torch.cat([attn, torch.ones(N, 1, dtype=attn.dtype, device=attn.device)], 1)
 
 
-def _lean_steps(model, ids, mask, max_new_tokens, done, compact_at=0.75, min_left=16):
-    """As _hf_steps for a GPT-2 model, through decode.Decoder: the same logits, bit for bit.
+def _lean_steps(model, ids, mask, max_new_tokens, done, k=1, compact_at=0.75, min_left=16):
+    """As _hf_steps for a GPT-2 model, through decode.Decoder: the same logits, bit for bit. ids, mask [n, P]
+    hold each prompt once; each is prefilled once and then stands for its k rows (N = n * k).
 
     Rows that have finished (done [N], updated in place by the caller) are dropped from the batch once they
     are a quarter of it, so that the late steps of trace-length completions run only the long ones
@@ -186,10 +187,11 @@ def _lean_steps(model, ids, mask, max_new_tokens, done, compact_at=0.75, min_lef
     matrix product's last bit, so short answers (Labs 01-05, at most 8 new tokens) never drop a row and sample
     exactly what transformers' forward pass samples. The logits of the live rows are written into a full
     [N, V] tensor so that sampling draws the same random numbers whichever rows are live."""
-    N = ids.shape[0]
-    dec = decode.Decoder(model, N, ids.shape[1] + max_new_tokens)
+    N = ids.shape[0] * k
+    dec = decode.Decoder(model, ids.shape[0], ids.shape[1] + max_new_tokens)
     live = torch.arange(N, device=ids.device)  # the original row of each decoder row
-    full = dec.prefill(ids, mask, position_ids_from_mask(mask)).float()  # [N, V]
+    full = dec.prefill(ids, mask, position_ids_from_mask(mask)).float().repeat_interleave(k, 0)  # [N, V]
+    dec.repeat(k)
     t = 0
     while True:
         tok = yield full
@@ -223,6 +225,7 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
         raise ValueError(f"the longest prompt ({ids.shape[1]} tokens) plus max_new_tokens={max_new_tokens} needs "
                          f"{ids.shape[1] + max_new_tokens} positions and the model has {limit}: shorten the prompts "
                          f"or lower max_new_tokens")
+    once = ids, mask                                                       # [n, P] each prompt once
     ids, mask = ids.repeat_interleave(k, 0), mask.repeat_interleave(k, 0)  # [N, P]
     N = ids.shape[0]
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
@@ -232,7 +235,7 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     lengths = torch.zeros(N, dtype=torch.long, device=device)
 
     if decode.supports(model):  # the lean loop: the same logits, bit for bit, without transformers' overhead
-        step = _lean_steps(model, ids, mask, max_new_tokens, done)
+        step = _lean_steps(model, *once, max_new_tokens, done, k)
     else:
         step = _hf_steps(model, ids, mask)
     for t in range(max_new_tokens):
@@ -275,6 +278,11 @@ def masked_mean(x, mask):
     return (x * m).sum() / m.sum().clamp(min=1)
 
 
+def _dropping_out(model):
+    """True if the model is in training mode with a dropout that is on (the lean path has no dropout)."""
+    return model.training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
+
+
 def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,
                         entropy_grad=False):
     """Per-token log-probs and entropies of the completion tokens, in one forward pass.
@@ -284,11 +292,14 @@ def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completi
     Entropy is of the full next-token distribution (nats) at each completion position; it carries
     a gradient only with entropy_grad=True (an entropy bonus in the loss needs one).
     """
-    ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
-    mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
-    out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask), use_cache=False)
-    P, T = prompt_ids.shape[1], completion_ids.shape[1]
-    logits = out.logits[:, P - 1 : P + T - 1, :].float()    # [N, T, V]: position j predicts token j+1
+    if decode.supports(model) and not _dropping_out(model):  # each distinct prompt computed once (decode.py)
+        logits = decode.completion_logits(model, prompt_ids, prompt_mask, completion_ids).float()  # [N, T, V]
+    else:
+        ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
+        mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
+        out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask), use_cache=False)
+        P, T = prompt_ids.shape[1], completion_ids.shape[1]
+        logits = out.logits[:, P - 1 : P + T - 1, :].float()    # [N, T, V]: position j predicts token j+1
     if temperature not in (0, 1.0):
         logits = logits / temperature
     logp_all = F.log_softmax(logits, -1)                   # [N, T, V]
