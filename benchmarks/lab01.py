@@ -4,6 +4,7 @@
     python benchmarks/lab01.py --skip-notebook # without running the lab notebook
     python benchmarks/lab01.py --seeds-only    # only part 5 (~12 minutes), kept beside the rest in the JSON
     python benchmarks/lab01.py --throughput-only  # only part 3 (~3 minutes), kept beside the rest
+    python benchmarks/lab01.py --forward-check 0 3 4  # part 6 (~9 minutes), kept beside the rest
 
 1. the shipped base model: sampled pass@1 (temperature 1), pass@8 and greedy accuracy on test;
 2. GRPO with Lab 01's config, stopped after 90 s of wall-clock time: held-out sampled pass@1
@@ -15,7 +16,10 @@
 4. Lab 01 (solutions/) executed top to bottom: wall time and the kernel's peak memory;
 5. the lab's own runs on seeds 0, 1 and 2, what its asserts rest on: GRPO for 300 steps (sampled
    pass@1, pass@8 and greedy accuracy on test, before and after, measured as the lab does) and
-   TRL for 160 steps (held-out pass@1 at step 160, ours and TRL's, from the runs' histories).
+   TRL for 160 steps (held-out pass@1 at step 160, ours and TRL's, from the runs' histories);
+6. what the order of floating-point additions does to a run: Lab 01's 300 steps on the given seeds, once with
+   training's grouped forward (each group's prompt run once, utils/models/decode.py) and once with transformers'
+   full forward pass; the same sums in another order, so any gap is a trajectory moved, not a method changed.
 
 Writes benchmarks/results/lab01.json and prints a summary.
 """
@@ -124,6 +128,40 @@ def lab_runs_by_seed(train, test, seeds=(0, 1, 2)):
     return out
 
 
+def forward_check(train, test, seeds):
+    """Part 6: held-out numbers after Lab 01's 300 steps, grouped forward vs transformers' forward, per seed."""
+    import utils.rl.loop as loop
+    from utils.eval.metrics import evaluate
+    from utils.models import decode
+    from utils.models.policy import completion_logprobs, load_policy
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.arithmetic import strict_reward
+
+    def full_forward(model, *a, **k):
+        saved, decode.supports = decode.supports, (lambda m: False)
+        try:
+            return completion_logprobs(model, *a, **k)
+        finally:
+            decode.supports = saved
+
+    out = {}
+    try:
+        for seed in seeds:
+            for name, fn in (("grouped", completion_logprobs), ("full", full_forward)):
+                loop.completion_logprobs = fn
+                m, tok = load_policy()
+                train_grpo(m, tok, train["prompt"], train["answer"], strict_reward, lab_config(seed=seed),
+                           progress=False)
+                s = evaluate(m, tok, test["prompt"], test["answer"], k=8, temperature=1.0, seed=1)
+                g = evaluate(m, tok, test["prompt"], test["answer"], k=1, temperature=0)
+                out.setdefault(str(seed), {})[name] = {"pass@1": s["pass@1"], "pass@8": s["pass@8"],
+                                                       "greedy": g["pass@1"]}
+                print(seed, name, out[str(seed)][name], flush=True)
+    finally:
+        loop.completion_logprobs = completion_logprobs
+    return out
+
+
 def run_notebook(path):
     """Execute a notebook in a fresh kernel; return wall seconds and the kernel's peak RSS in MB."""
     import psutil
@@ -159,13 +197,14 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seeds-only", action="store_true")
     ap.add_argument("--throughput-only", action="store_true")
+    ap.add_argument("--forward-check", type=int, nargs="+", metavar="SEED")
     args = ap.parse_args()
     setup(seed=0, quiet=True)
     from utils.tasks.arithmetic import load_split
 
     train, test = load_split("train"), load_split("test")
     path = os.path.join(ROOT, "benchmarks", "results", "lab01.json")
-    if args.seeds_only or args.throughput_only:
+    if args.seeds_only or args.throughput_only or args.forward_check:
         with open(path) as f:
             res = json.load(f)
         if args.seeds_only:
@@ -176,6 +215,9 @@ def main():
             res["throughput_with_kl_tracking"] = throughput(train, repeats=args.repeats, track_kl=True)
             res["throughput_environment"] = environment()
             print("throughput:", res["throughput"], res["throughput_with_kl_tracking"], flush=True)
+        if args.forward_check:
+            res["forward_check"] = forward_check(train, test, args.forward_check)
+            res["forward_check_environment"] = environment()
         with open(path, "w") as f:
             json.dump(res, f, indent=1)
         return
