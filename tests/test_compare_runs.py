@@ -1,5 +1,6 @@
 """tools/compare_runs.py, the bit-identity check for refactors: it sees a one-ulp change and ignores the clock."""
 import importlib.util
+import os
 from pathlib import Path
 
 import torch
@@ -22,15 +23,30 @@ def test_diff_finds_one_ulp_and_ignores_wall_clock():
     assert "keys" in cr.diff({"a": 1}, {"a": 1, "b": 2}) and "lengths" in cr.diff([1], [1, 2])
 
 
+def _save(path, loss, mtime_ns):
+    torch.save({"value": {"history": [{"loss": loss}]}, "rng": None}, path)
+    os.utime(path, ns=(mtime_ns, mtime_ns))  # the order of writing, set: not left to the filesystem's clock
+
+
 def test_main_pairs_files_in_order_and_fails_on_a_difference(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     for i, (x, y) in enumerate([(1.0, 1.0), (2.0, 2.5)]):
-        torch.save({"value": {"history": [{"loss": x}]}, "rng": None}, a / f"{i}.pt")
-        torch.save({"value": {"history": [{"loss": y}]}, "rng": None}, b / f"k{i}.pt")
+        _save(a / f"{i}.pt", x, 10**9 * (i + 1))
+        _save(b / f"k{1 - i}.pt", y, 10**9 * (i + 1))  # b's names sort the other way: the time decides
     assert cr.main(a, b) == 1
-    (b / "k1.pt").unlink()
-    torch.save({"value": {"history": [{"loss": 2.0}]}, "rng": None}, b / "k1.pt")
+    _save(b / "k0.pt", 2.0, 2 * 10**9)
+    assert cr.main(a, b) == 0
+
+
+def test_files_written_in_the_same_clock_tick_pair_by_name(tmp_path):
+    """Two files with one mtime (a coarse filesystem clock) are ordered by name, not by the directory's order."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for name, loss in (("1.pt", 2.0), ("0.pt", 1.0)):
+        _save(a / name, loss, 10**9)
+        _save(b / name, loss, 10**9)
+    assert [e["value"]["history"][0]["loss"] for e in cr.entries(a)] == [1.0, 2.0]
     assert cr.main(a, b) == 0
 
 

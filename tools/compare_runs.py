@@ -55,7 +55,9 @@ def diff(a, b, where="value"):
 
 
 def entries(folder):
-    files = sorted(Path(folder).glob("*.pt"), key=lambda p: p.stat().st_mtime_ns)
+    """The cached calls of a folder in the order they were written; files written within the filesystem clock's
+    resolution (the same mtime) in the order of their names, not the directory's."""
+    files = sorted(Path(folder).glob("*.pt"), key=lambda p: (p.stat().st_mtime_ns, p.name))
     return [torch.load(f, weights_only=False) for f in files]
 
 
