@@ -7,7 +7,8 @@
                  chat, SQL and code verifiers, and the spurious rewards of the random-reward control
     models/      loading a policy, batched sampling, completion log-probs, memory estimates
     eval/        measuring a policy: sampling-based metrics, pass@k and pass rates (metrics.py), training
-                 health (health.py), the random-reward control's check (control.py), trace metrics, scaling fits
+                 health (health.py), the random-reward control's check (control.py), trace metrics, scaling fits,
+                 a run beside its stored benchmark's seeds (stored.py)
     rl/          the RL algorithm: GRPO's maths and config (grpo.py), our training loop (loop.py) and how its
                  batches are made (rollout.py), the same run through TRL (trl_trainer.py), several processes
     runs/        recipes that put the layers together: a lab's runs, building the base models

@@ -1,0 +1,61 @@
+"""The stored benchmark results (benchmarks/results/*.json) and the one check a notebook makes against them: its
+own run beside the benchmark's seeds.
+
+    bench = load("lab03")                                   # benchmarks/results/lab03.json as a dict
+    beside({"true reward": 0.41}, {"true reward": [0.39, 0.43, 0.40]})
+
+A notebook trains one seed; its benchmark ran three or more. `beside` prints one small table (each condition's
+number in this run, the benchmark's range over its seeds, the verdict) and raises AssertionError if this run
+lies outside the range widened by `band` on either side, so the comparison is made by code, the same way in
+every lab, and a learner reads three lines instead of a pandas table.
+"""
+import json
+import os
+
+from utils import ROOT
+
+RESULTS = os.path.join(ROOT, "benchmarks", "results")
+
+
+def load(name):
+    """benchmarks/results/<name>.json as a dict (name without .json)."""
+    path = os.path.join(RESULTS, f"{name}.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no stored benchmark {path}: it ships with the course (git checkout "
+                                f"benchmarks/results/{name}.json); docs/RESULTS.md names the command that remakes it")
+    with open(path) as f:
+        return json.load(f)
+
+
+def beside(here, seeds, band=0.05, max_spread=0.10, what="pass@1", show=True):
+    """Check this run's numbers against the benchmark's seeds, one condition at a time.
+
+    here {condition: float}: this notebook's run; seeds {condition: [float, ...]}: the benchmark's value for that
+    condition on each of its seeds. A condition is checked when its seeds lie within `max_spread` of each other
+    (wider, a band would accept almost anything: it is shown, not checked); checked, this run must lie in
+    [min - band, max + band]. Prints the table (show=False: silent) and returns the names checked; raises
+    AssertionError naming every checked condition outside its band, and ValueError for a condition of `here`
+    that the benchmark lacks.
+    """
+    missing = [c for c in here if not seeds.get(c)]
+    if missing:
+        raise ValueError(f"the benchmark has no seeds for {missing}: its conditions are {sorted(seeds)}")
+    rows, checked, outside = [], [], []
+    for c, x in here.items():
+        lo, hi = min(seeds[c]), max(seeds[c])
+        if hi - lo > max_spread:
+            verdict = f"seeds {hi - lo:.2f} apart: not checked"
+        elif lo - band <= x <= hi + band:
+            verdict, checked = "within", checked + [c]
+        else:
+            verdict, checked = "OUTSIDE", checked + [c]
+            outside.append(f"{c}: {x:.3f} against {lo:.3f}-{hi:.3f}")
+        rows.append((c, f"{x:.3f}", f"{lo:.3f}-{hi:.3f}", verdict))
+    if show:
+        head = (what, "this run", f"benchmark, {max(len(v) for v in seeds.values())} seeds", f"± {band:.2f} of them?")
+        w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
+        for r in [head] + rows:
+            print("  ".join(s.ljust(w[i]) for i, s in enumerate(r)).rstrip())
+    assert not outside, (f"this run lies outside the benchmark's seeds (± {band}) for " + "; ".join(outside)
+                         + ": another machine or library version can move a run, but not this far")
+    return checked
