@@ -111,20 +111,18 @@ def test_other_architectures_fall_back(models):
         cfg.scale_attn_by_inverse_layer_idx = False
 
 
-def _scores(model, args, lean):
+def _scores(model, args, lean, monkeypatch):
     """completion_logprobs' log-probs, entropies and the gradient of their sum, by the lean grouped forward or
     by transformers' forward pass."""
-    saved = decode.supports
-    if not lean:
-        decode.supports = lambda m: False
-    try:
+    with monkeypatch.context() as m:
+        if not lean:
+            _hf_only(m)
         model.zero_grad()
         lp, ent = policy.completion_logprobs(model, *args, entropy_grad=True)
         (lp.sum() + 0.5 * ent.sum()).backward()
-        return lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
-    finally:
-        decode.supports = saved
+        out = lp.detach(), ent.detach(), [p.grad.clone() for p in model.parameters()]
         model.zero_grad()
+        return out
 
 
 def _agree(a, b):
@@ -135,7 +133,7 @@ def _agree(a, b):
 
 
 @pytest.mark.parametrize("name,prompts,T", [(policy.SHIPPED, SHORT_PROMPTS, 8), (policy.TRACE, TRACE_PROMPTS, 40)])
-def test_grouped_forward_equals_transformers(models, name, prompts, T):
+def test_grouped_forward_equals_transformers(models, monkeypatch, name, prompts, T):
     """Training's log-probs (each prompt computed once for its group, decode.completion_logits) equal the full
     forward pass's, values and gradients, on groups of left-padded prompts with completions of several lengths."""
     model, tok = models[name]
@@ -143,12 +141,12 @@ def test_grouped_forward_equals_transformers(models, name, prompts, T):
     ro = sample(model, tok, prompts, k=4, max_new_tokens=T, generator=torch.Generator().manual_seed(3))
     assert (ro.prompt_mask == 0).any() and (ro.completion_mask == 0).any()  # padding on both sides
     args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
-    _agree(_scores(model, args, True), _scores(model, args, False))
+    _agree(_scores(model, args, True, monkeypatch), _scores(model, args, False, monkeypatch))
     # the sampler's log-probs are the same distribution's
-    assert torch.allclose(_scores(model, args, True)[0], ro.logprobs, atol=1e-5)
+    assert torch.allclose(_scores(model, args, True, monkeypatch)[0], ro.logprobs, atol=1e-5)
 
 
-def test_grouped_forward_any_row_order(models):
+def test_grouped_forward_any_row_order(models, monkeypatch):
     """Prompts that repeat but not next to each other, a prompt alone, and one-token completions: still the full
     forward's numbers (rows are grouped only where a prompt equals the row before's)."""
     model, tok = models[policy.SHIPPED]
@@ -156,9 +154,9 @@ def test_grouped_forward_any_row_order(models):
     ro = sample(model, tok, SHORT_PROMPTS + SHORT_PROMPTS[:2], k=1, max_new_tokens=6,
                 generator=torch.Generator().manual_seed(4))
     args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
-    _agree(_scores(model, args, True), _scores(model, args, False))
+    _agree(_scores(model, args, True, monkeypatch), _scores(model, args, False, monkeypatch))
     one = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids[:, :1], ro.completion_mask[:, :1])
-    _agree(_scores(model, one, True), _scores(model, one, False))
+    _agree(_scores(model, one, True, monkeypatch), _scores(model, one, False, monkeypatch))
 
 
 def test_grouped_forward_does_half_the_work(models, monkeypatch):
@@ -169,7 +167,8 @@ def test_grouped_forward_does_half_the_work(models, monkeypatch):
     seen = []
     real = decode._qkv
     monkeypatch.setattr(decode, "_qkv", lambda blk, x, *a: (seen.append(x.shape[0] * x.shape[1]), real(blk, x, *a))[1])
-    decode.completion_logits(model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids)
+    decode.completion_logits(model, ro.prompt_ids, ro.prompt_mask, position_ids_from_mask(ro.prompt_mask),
+                             ro.completion_ids)
     N, P = ro.prompt_ids.shape
     T = ro.completion_ids.shape[1]
     layers = model.config.n_layer

@@ -1,7 +1,7 @@
-"""utils.eval.stored: the stored benchmarks and a run checked beside the benchmark's seeds."""
+"""utils.eval.stored: a run checked beside the benchmark's seeds."""
 import pytest
 
-from utils.eval.stored import beside, load
+from utils.eval.stored import beside
 
 SEEDS = {"a": [0.50, 0.55, 0.525], "b": [0.25, 0.25, 0.25], "wide": [0.0, 0.5, 0.25]}
 
@@ -41,9 +41,3 @@ def test_a_condition_the_benchmark_lacks_is_an_error():
 def test_show_false_prints_nothing(capsys):
     beside({"a": 0.52}, SEEDS, show=False)
     assert capsys.readouterr().out == ""
-
-
-def test_load_reads_a_stored_benchmark_and_names_a_missing_one():
-    assert {"before", "runs"} <= set(load("lab03"))
-    with pytest.raises(FileNotFoundError, match="benchmarks/results/no_such.json"):
-        load("no_such")

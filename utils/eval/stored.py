@@ -1,7 +1,6 @@
-"""The stored benchmark results (benchmarks/results/*.json) and the one check a notebook makes against them: its
-own run beside the benchmark's seeds.
+"""The one check a notebook makes against a stored benchmark (benchmarks/results/*.json): its own run beside the
+benchmark's seeds.
 
-    bench = load("lab03")                                   # benchmarks/results/lab03.json as a dict
     beside({"true reward": 0.41}, {"true reward": [0.39, 0.43, 0.40]})
 
 A notebook trains one seed; its benchmark ran three or more. `beside` prints one small table (each condition's
@@ -9,22 +8,6 @@ number in this run, the benchmark's range over its seeds, the verdict) and raise
 lies outside the range widened by `band` on either side, so the comparison is made by code, the same way in
 every lab, and a learner reads three lines instead of a pandas table.
 """
-import json
-import os
-
-from utils import ROOT
-
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
-
-
-def load(name):
-    """benchmarks/results/<name>.json as a dict (name without .json)."""
-    path = os.path.join(RESULTS, f"{name}.json")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no stored benchmark {path}: it ships with the course (git checkout "
-                                f"benchmarks/results/{name}.json); docs/RESULTS.md names the command that remakes it")
-    with open(path) as f:
-        return json.load(f)
 
 
 def beside(here, seeds, band=0.05, max_spread=0.10, what="pass@1", show=True):

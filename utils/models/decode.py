@@ -66,6 +66,14 @@ def _rest(blk, x, q, k, v, attn_mask, act, eps):
     return x + torch.addmm(blk.mlp.c_proj.bias, h, blk.mlp.c_proj.weight).view(N, L, C)
 
 
+def _prompt_attention(real):
+    """real [N, P] bool (left-padded prompts) -> [N, P, P] bool: causal over the real keys; a padding query
+    attends to itself only, so that its (unused) output stays finite."""
+    P = real.shape[1]
+    causal = torch.ones(P, P, dtype=torch.bool, device=real.device).tril()
+    return (causal[None] & real[:, None, :]) | torch.eye(P, dtype=torch.bool, device=real.device)[None]
+
+
 class Decoder:
     """Prefill a left-padded prompt batch, then one token at a time, with a static key/value cache.
 
@@ -120,10 +128,7 @@ class Decoder:
             raise ValueError(f"prompt of {P} tokens does not fit a cache of {self.max_len}")
         real = mask.bool()
         self.key_ok[:, :P] = real
-        causal = torch.ones(P, P, dtype=torch.bool, device=ids.device).tril()
-        # a padding query attends to itself only, so that its (unused) output stays finite
-        attn = (causal[None] & real[:, None, :]) | torch.eye(P, dtype=torch.bool, device=ids.device)[None]
-        logits = self._forward(ids, pos, attn[:, None])  # attn [N, 1, P, P]
+        logits = self._forward(ids, pos, _prompt_attention(real)[:, None])  # attn [N, 1, P, P]
         self.pos = pos[:, -1] + 1
         return logits
 
@@ -152,11 +157,12 @@ class Decoder:
         self.pos = self.pos.index_select(0, rows)
 
 
-def completion_logits(model, prompt_ids, prompt_mask, completion_ids):
+def completion_logits(model, prompt_ids, prompt_mask, prompt_pos, completion_ids):
     """Logits [N, T, V] of the next-token distribution at each completion position (position j scores token j),
     for training: each distinct prompt is run through the model once, however many completions share it.
 
-    prompt_ids/prompt_mask [N, P] left padded, completion_ids [N, T]; rows whose prompt (ids and mask) equals the
+    prompt_ids/prompt_mask/prompt_pos [N, P] left padded, with their position ids (policy.position_ids_from_mask),
+    completion_ids [N, T]; rows whose prompt (ids and mask) equals the
     row before's share its computation (a GRPO group's G rows are one prompt). The completion tokens attend to
     their prompt's keys and values and to each other, causally; a padding token after EOS may attend to
     anything (its log-prob is masked out by the caller). In a group of G completions of a P-token prompt this
@@ -174,11 +180,8 @@ def completion_logits(model, prompt_ids, prompt_mask, completion_ids):
     first = (~same).nonzero().squeeze(-1)                # [n] one row per distinct prompt
     grp = (~same).long().cumsum(0) - 1                   # [N] the prompt of each row
     real = prompt_mask[first].bool()                     # [n, P]
-    pos = (real.long().cumsum(-1) - 1).clamp(min=0)      # [n, P] as policy.position_ids_from_mask
-    eye = torch.eye(P, dtype=torch.bool, device=dev)
-    # as Decoder.prefill: causal over real keys; a padding query attends to itself only (stays finite)
-    attn_p = (torch.ones_like(eye).tril()[None] & real[:, None, :]) | eye[None]  # [n, P, P]
-    x = tr.wte(prompt_ids[first]) + tr.wpe(pos)          # [n, P, C]
+    attn_p = _prompt_attention(real)                     # [n, P, P], as Decoder.prefill
+    x = tr.wte(prompt_ids[first]) + tr.wpe(prompt_pos[first])  # [n, P, C]
     kv = []
     for blk in tr.h:                                     # the prompts, once each
         q, k, v = _qkv(blk, x, H, hd, eps)               # [n, H, P, hd]

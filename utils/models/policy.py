@@ -293,7 +293,8 @@ def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completi
     a gradient only with entropy_grad=True (an entropy bonus in the loss needs one).
     """
     if decode.supports(model) and not _dropping_out(model):  # each distinct prompt computed once (decode.py)
-        logits = decode.completion_logits(model, prompt_ids, prompt_mask, completion_ids).float()  # [N, T, V]
+        logits = decode.completion_logits(model, prompt_ids, prompt_mask, position_ids_from_mask(prompt_mask),
+                                          completion_ids).float()  # [N, T, V]
     else:
         ids = torch.cat([prompt_ids, completion_ids], 1)        # [N, P+T]
         mask = torch.cat([prompt_mask, completion_mask], 1)     # [N, P+T]
