@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import DATA_DIR, ROOT
+from utils.verifiers import isolation, seccomp
 from utils.verifiers.attacks import (
     ATTACK_CLASSES,
     Evidence,
@@ -38,6 +39,7 @@ from utils.verifiers.code import (
     naive_code_reward,
     run_sandboxed,
     sandbox_config,
+    wall_deadline,
 )
 
 TIMEOUT = 1.5  # short: the loop and sleep cases run into it
@@ -124,7 +126,7 @@ def test_suite_shape():
 def test_strong_verifier_matches_label(case, clean):
     t = time.perf_counter()
     assert code_reward([case["candidate"]], [case["tests"]], timeout_s=TIMEOUT) == [case["label"]]
-    assert time.perf_counter() - t < TIMEOUT + 1.0
+    assert time.perf_counter() - t < wall_deadline(TIMEOUT) + 1.0
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
@@ -134,7 +136,7 @@ def test_naive_verifier_fooled_only_by_judge_hacks(case, clean):
     want = 1.0 if case["label"] == 1.0 or case["kind"] in NAIVE_FOOLED else 0.0
     t = time.perf_counter()
     assert naive_code_reward([case["candidate"]], [case["tests"]], timeout_s=TIMEOUT) == [want]
-    assert time.perf_counter() - t < TIMEOUT + 1.0
+    assert time.perf_counter() - t < wall_deadline(TIMEOUT) + 1.0
 
 
 @pytest.mark.parametrize("kind", ["env_secret", "env_secret_via_proc", "read_etc_passwd"])
@@ -150,10 +152,10 @@ def test_secrets_do_not_leak(kind, clean):
 def test_run_sandboxed_result(clean):
     r = run_sandboxed(CORRECT, [[1, 2], [3, 4]])
     assert r["status"] == "ok" and r["outputs"] == [3, 7] and r["seconds"] < 5
-    assert set(r) == {"status", "outputs", "stdout", "stderr", "seconds"}
+    assert set(r) == {"status", "outputs", "stdout", "stderr", "seconds", "cpu_seconds"}
     assert run_sandboxed("def solve():\n    raise KeyError\n", [[]])["status"] == "error"
     r = run_sandboxed("def solve():\n    while True:\n        pass\n", [[]], timeout_s=0.5)
-    assert r["status"] == "timeout" and r["seconds"] < 1.5
+    assert r["status"] == "timeout" and r["seconds"] < wall_deadline(0.5)   # stopped by its CPU limit
     r = run_sandboxed("print('y' * 100_000)", None)  # script mode; output clipped
     assert r["status"] == "ok" and r["outputs"] is None and len(r["stdout"]) < 2200
     assert run_sandboxed("import sys\nsys.exit(3)", None)["status"] == "error"
@@ -194,8 +196,12 @@ def solve(kind):
     r = run_sandboxed(probe, [["fork"], ["net"], ["write"], ["env"], ["data"]], timeout_s=TIMEOUT, audit_hook=False)
     assert r["status"] == "ok", r
     forks, net, write, env, data = r["outputs"]
-    # RLIMIT_NPROC counts for an unprivileged user; the sleeping children die with the PID namespace
-    assert forks == "BlockingIOError" or forks < NPROC or cfg["uid"] == 0
+    # the syscall filter refuses a second process; without it, RLIMIT_NPROC counts for an unprivileged user
+    # (the sleeping children die with the PID namespace)
+    if cfg["filtered"]:
+        assert forks == "PermissionError", forks
+    else:
+        assert forks == "BlockingIOError" or forks < NPROC or cfg["uid"] == 0
     assert net == "OSError" and write in ("PermissionError", "FileNotFoundError")
     assert data == ["/dev", "/proc", "/tmp", "/usr"] or set(data) >= {"/dev", "/proc", "/tmp", "/usr"}
     assert set(env) <= {"HOME", "LANG", "PWD", "PYTHONDONTWRITEBYTECODE", "TMPDIR"}  # PWD: bwrap's, /tmp
@@ -387,3 +393,133 @@ def test_the_wheels_bwrap_builds_the_same_wall(monkeypatch):  # run_attacks read
     cases = [c for c in attack_cases() if c["kind"] in ("answers_after_hook_down", "hook_cell_write", "mkfifo",
                                                          "posixsubprocess_builtin", "unix_socket_path")]
     assert [r["id"] for r in run_attacks(cases) if r["escaped"] or not r["right"]] == []
+
+
+# --- the whole candidate: the syscall filter, the cgroup, the verdict by CPU time ---
+
+def _run_filter(nr, arch=seccomp.AUDIT_ARCH_X86_64, arg0=0):
+    """Run seccomp.instructions() as the kernel would on one syscall: its return value."""
+    data = {seccomp.NR: nr, seccomp.ARCH: arch, seccomp.ARG0: arg0}
+    prog, pc, acc = seccomp.instructions(), 0, None
+    while True:
+        code, jt, jf, k = prog[pc]
+        if code == seccomp.LD_W_ABS:
+            acc, pc = data[k], pc + 1
+        elif code == seccomp.RET_K:
+            return k
+        else:
+            hit = {seccomp.JEQ_K: acc == k, seccomp.JGE_K: acc >= k, seccomp.JSET_K: acc & k != 0}[code]
+            pc += 1 + (jt if hit else jf)
+
+
+def test_the_syscall_filter_by_hand():
+    """The filter's verdicts, worked out by hand from linux/seccomp.h and the x86-64 table."""
+    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026   # SECCOMP_RET_ERRNO | errno
+    kill = 0x80000000
+    assert _run_filter(0) == allow and _run_filter(1) == allow and _run_filter(59) == allow  # read, write, execve
+    for nr in (57, 58, 29, 30, 31, 272, 308, 165, 319, 101, 321):  # fork vfork shmget shmat shmctl unshare ...
+        assert _run_filter(nr) == eperm, nr
+    assert _run_filter(435) == enosys                                        # clone3: the C library falls back
+    pthread = 0x3D0F00                                                       # glibc's pthread_create flags
+    assert pthread & seccomp.CLONE_THREAD and _run_filter(56, arg0=pthread) == allow
+    assert _run_filter(56, arg0=0x11) == eperm                               # fork() as clone(SIGCHLD)
+    assert _run_filter(56, arg0=pthread | 0x10000000) == eperm               # a thread in a new user namespace
+    assert _run_filter(56, arg0=0x4111) == eperm                             # vfork() as clone
+    assert _run_filter(0x40000000 + 57) == kill                              # the x32 ABI's fork
+    assert _run_filter(2, arch=0x40000003) == kill                           # a 32-bit int 0x80 call
+    assert len(seccomp.program()) == 8 * len(seccomp.instructions())
+    assert set(seccomp.refused()) >= {"fork", "unshare", "shmget", "memfd_create", "setns", "mount"}
+
+
+def test_one_process_behind_the_filter(clean):
+    """Behind the isolated wall with its filter, without the audit hook: threads work, a second process,
+    a namespace, System V shared memory and memfd do not."""
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated" or not cfg["filtered"]:
+        pytest.skip(f"no filtered isolated wall here: {cfg['missing']}")
+    probe = """import ctypes, os, threading
+def solve(kind):
+    try:
+        if kind == "threads":
+            out = []
+            ts = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]
+            [t.start() for t in ts]
+            [t.join() for t in ts]
+            return sorted(out)
+        if kind == "fork":
+            os.fork()
+        libc = ctypes.CDLL(None, use_errno=True)
+        if kind == "userns":
+            return ctypes.get_errno() if libc.unshare(0x10000000) else "not stopped"
+        if kind == "shm":
+            return ctypes.get_errno() if libc.shmget(0, 1 << 20, 0o1000 | 0o600) < 0 else "not stopped"
+        if kind == "memfd":
+            os.memfd_create("x")
+        return "not stopped"
+    except OSError as e:
+        return type(e).__name__
+"""
+    r = run_sandboxed(probe, [["threads"], ["fork"], ["userns"], ["shm"], ["memfd"]], timeout_s=TIMEOUT,
+                      audit_hook=False)
+    assert r["status"] == "ok", r
+    assert r["outputs"] == [[0, 1, 2, 3], "PermissionError", 1, 1, "PermissionError"]   # errno 1: EPERM
+
+
+def test_the_resource_attacks_get_out_without_the_filter_and_the_cgroup(monkeypatch):
+    """The resources class can fail: behind the isolated wall without its filter, without bwrap's
+    --disable-userns and without a cgroup, the memory held across processes, in System V shared memory and
+    in a nested tmpfs is paid for."""
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {cfg['missing']}")
+    bwrap_args = isolation.bwrap_args
+    monkeypatch.setitem(cfg, "filtered", False)
+    monkeypatch.setattr(isolation, "_CGROUP", [None])
+    monkeypatch.setattr(isolation, "bwrap_args", lambda *a: [x for x in bwrap_args(*a) if x != "--disable-userns"])
+    cases = [c for c in attack_cases() if c["kind"] in ("processes_memory", "sysv_shared_memory",
+                                                         "nested_user_namespace")]
+    rows = run_attacks(cases, audit_hook=False)
+    assert {r["id"]: r["escaped"] for r in rows} == {c["id"]: True for c in cases}, rows
+
+
+def test_a_cgroup_caps_the_kernels_memory_too(clean):
+    """Where a memory cgroup can be made (root, a writable hierarchy), a run's cgroup caps what the kernel
+    spends for it: 200,000 empty files in the private /tmp (about 190 MB of inodes, no bytes) against a
+    64 MB limit. Without one, the same run succeeds: the CPU limit is its only bound."""
+    code = """import os
+def solve():
+    for i in range(200_000):
+        os.close(os.open("/tmp/%d" % i, os.O_CREAT | os.O_WRONLY))
+    return "made"
+"""
+    r = run_sandboxed(code, [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
+    if isolation.memory_cgroup() is None:
+        assert r["status"] in ("ok", "timeout"), r
+        pytest.skip("no memory cgroup here (not root, or no writable hierarchy)")
+    assert r["status"] == "crashed" and r["outputs"] is None, r     # killed by the cgroup's OOM killer (SIGKILL)
+    deadline = time.time() + 5   # a process the OOM killer took may take a moment to leave its cgroup
+    while not isolation.sweep_cgroups() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not [d for d in os.listdir(isolation.memory_cgroup()) if d.startswith(f"run-{os.getpid()}-")]
+
+
+def test_the_verdict_is_by_cpu_time(clean):
+    """A right candidate that needs ~0.6 s of CPU, judged at 1.5 s, on a machine kept busy by six processes
+    (each in its own session, as a neighbour's sandbox is): it gets a fraction of a core, takes longer than
+    1.5 s of wall clock, and is still judged right; a loop is still stopped by its CPU time."""
+    right = "def solve(a, b):\n    s = 0\n    for i in range(6_000_000):\n        s += i & 1\n    return a + b\n"
+    alone = run_sandboxed(right, [[1, 2]], timeout_s=TIMEOUT)
+    assert alone["status"] == "ok" and alone["cpu_seconds"] < TIMEOUT, alone
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(6)]
+    try:
+        time.sleep(0.2)
+        r = run_sandboxed(right, [[1, 2]], timeout_s=TIMEOUT)
+        loop = run_sandboxed("def solve(a, b):\n    while True:\n        pass\n", [[1, 2]], timeout_s=TIMEOUT)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert r["status"] == "ok" and r["outputs"] == [3], r
+    assert r["seconds"] > alone["seconds"] * 1.5, (r, alone)   # the machine was busy: the wall clock ran long
+    assert loop["status"] == "timeout", loop

@@ -1,6 +1,7 @@
 """utils.verifiers.sql: multiset judging, the labelled adversarial suite, the sandbox (the DB is
 never changed, attacks end in time), the worker process (replaced after a kill, memory-capped, gone
 at exit), robustness, speed, and the database build's determinism."""
+import glob
 import hashlib
 import json
 import os
@@ -212,6 +213,40 @@ def test_run_readonly_caps_rows():
     big = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 9000) " \
           "SELECT hex(zeroblob(300)) FROM c"
     assert run_readonly(big) == (None, "result too large")
+    # numbers and NULLs count too: 9,000 rows of 64 numbers, no text at all, is as long to send and decode
+    cols = ", ".join(["x * 1234567.891"] * 64)
+    numbers = f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 9000) SELECT {cols} FROM c"
+    t = time.perf_counter()
+    assert run_readonly(numbers) == (None, "result too large")
+    assert time.perf_counter() - t < 2.0 + 0.5   # the whole call, decoding included, within cap + 0.5 s
+    nulls = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 9000) SELECT NULL FROM c"
+    assert len(run_readonly(nulls)[0]) == 9000   # small: 9,000 short rows are fine
+
+
+def test_a_worker_that_stops_reading_cannot_hold_a_call():
+    """The request's write is bounded by the call's deadline too: a worker whose input pipe is full (it
+    stopped reading) costs the call its deadline, not forever."""
+    from utils.verifiers.sql import _Worker
+    w = _Worker.__new__(_Worker)
+    w.proc = subprocess.Popen(["sleep", "30"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        import select
+        w.replies, w.writable = select.poll(), select.poll()
+        w.replies.register(w.proc.stdout, select.POLLIN)
+        w.writable.register(w.proc.stdin, select.POLLOUT)
+        os.set_blocking(w.proc.stdin.fileno(), False)
+        try:
+            while True:
+                os.write(w.proc.stdin.fileno(), b"x" * 65536)   # fill the pipe: nobody reads it
+        except BlockingIOError:
+            pass
+        t = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            w.ask(b'{"op": "compile", "sql": "SELECT 1"}\n', time.monotonic() + 0.3)
+        assert 0.25 < time.perf_counter() - t < 1.0
+    finally:
+        w.proc.kill()
+        w.proc.wait()
 
 
 def test_run_readonly_errors_instead_of_raising(tmp_path):
@@ -386,8 +421,13 @@ def test_database_in_a_private_folder():
     try:
         os.chmod(folder, 0o700)
         db = build_database(os.path.join(folder, "shop.db"))
+        stale = tempfile.mkdtemp(prefix="rlvr_sql_99999999_")   # a killed trainer's copy (no such process)
         assert run_readonly("SELECT count(*) FROM users", db_path=db) == ([(len(USERS),)], None)
         assert sorted(os.listdir(folder)) == ["shop.db"]
+        assert not os.path.exists(stale)                     # swept when the next copy was made
+        if os.geteuid() == 0 and sandbox_config()["wall"] == "isolated":  # the copy is bound into the worker's
+            mine = glob.glob(os.path.join(tempfile.gettempdir(), f"rlvr_sql_{os.getpid()}_*"))  # world: its
+            assert mine == []                                                                 # host name is gone
     finally:
         shutil.rmtree(folder)
 

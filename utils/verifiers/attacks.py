@@ -7,10 +7,15 @@ way out. Whether they got out is never taken from the candidate's word; it is re
   a file           anything that appears in EVIDENCE_DIR (a world-writable folder on the host, which
                    the isolated wall does not show), an extended attribute on it, a name in /dev/shm
   a process        a live process whose command line carries ESCAPE_MARKER, after the call returned
+  shared memory    a System V shared memory segment made during the call (a wall without its own IPC
+                   namespace leaves them in the host's, where they outlive the candidate): removed
   a message        anything received by the listeners on a Unix socket in EVIDENCE_DIR and on an
                    abstract Unix socket
   a reward         1.0 for a case labelled 0.0: a candidate that never computes got paid (it read
-                   the expected outputs), or 1.0 missing where the label says it computes
+                   the expected outputs, or, in the resources class, it answers only once it holds
+                   more than its limits allow), or 1.0 missing where the label says it computes;
+                   for a case with a "beside" completion (a right one, judged in the same batch),
+                   anything but 1.0 for that one
   the clean-up     a scratch folder left on the host, a call past its cap + 1 s, not one score
 
 Stdlib only, like the verifiers: it runs on a bare Python, as root or not.
@@ -20,12 +25,21 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from utils.verifiers.code import ESCAPE_MARKER, EVIDENCE_DIR, SCRATCH_PREFIX, _remove, code_reward, load_code_suite
+from utils.verifiers.code import (
+    ESCAPE_MARKER,
+    EVIDENCE_DIR,
+    SCRATCH_PREFIX,
+    _remove,
+    code_reward,
+    load_code_suite,
+    wall_deadline,
+)
 from utils.verifiers.isolation import readable_behind  # noqa: F401 - Lab 02 imports it from here
 
 ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
@@ -36,6 +50,7 @@ ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
     "race_symlink": "a directory-descriptor race, a symlink out of the stdlib",
     "unix_socket": "a host service on a Unix socket",
     "cleanup": "defeat the clean-up (nesting, locks, inodes)",
+    "resources": "more than the limits, in total (processes, shared memory, inodes, a neighbour's CPU)",
 }
 ABSTRACT_SOCKET = "\0rlvr-evidence-listener"
 
@@ -62,6 +77,7 @@ class Evidence:
             self.threads.append(threading.Thread(target=self._listen, args=(s,), daemon=True))
             self.threads[-1].start()
         self.scratch = self._scratch()
+        self.segments = _sysv_segments()
         return self
 
     def _listen(self, s):
@@ -98,6 +114,9 @@ class Evidence:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        for seg in sorted(_sysv_segments() - self.segments):
+            found.append(f"System V shared memory segment {seg} left on the host")
+            subprocess.run(["ipcrm", "-m", str(seg)], capture_output=True, check=False)
         left = self._scratch() - self.scratch
         found += [f"left behind {d}" for d in sorted(left)]
         self._clear(left)
@@ -126,6 +145,15 @@ class Evidence:
         shutil.rmtree(EVIDENCE_DIR, ignore_errors=True)
 
 
+def _sysv_segments():
+    """The ids of the host's System V shared memory segments (Linux; an empty set elsewhere)."""
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            return {int(line.split()[1]) for line in f.readlines()[1:] if line.strip()}
+    except OSError:
+        return set()
+
+
 def _marked_processes():
     pids = []
     for d in glob.glob("/proc/[0-9]*"):
@@ -151,14 +179,18 @@ def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
     with Evidence() as ev:
         ev.collect()
         for c in attack_cases(cases):
+            batch = [c["candidate"]] + ([c["beside"]] if c.get("beside") else [])
             t = time.perf_counter()
-            got = code_reward([c["candidate"]], [c["tests"]], timeout_s=timeout_s, allow_weaker_wall=True,
-                              wall=wall, audit_hook=audit_hook)
+            got = code_reward(batch, [c["tests"]] * len(batch), timeout_s=timeout_s, allow_weaker_wall=True,
+                              wall=wall, audit_hook=audit_hook, workers=len(batch))
             secs = time.perf_counter() - t
             found = ev.collect()
-            if len(got) != 1:
-                found.append(f"{len(got)} scores for one completion")
-            if secs > timeout_s + 1.0:
+            if len(got) != len(batch):
+                found.append(f"{len(got)} scores for {len(batch)} completions")
+            if len(batch) > 1 and got[1:] != [1.0]:
+                found.append(f"the right completion beside it scored {got[1:]}")
+            got = got[:1]
+            if secs > wall_deadline(timeout_s, len(batch) - 1) + 1.0:
                 found.append(f"returned after {secs:.1f} s")
             if c["label"] == 0.0 and got == [1.0]:
                 found.append("paid 1.0 without computing")

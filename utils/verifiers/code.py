@@ -8,10 +8,13 @@ expected outputs: a forged result line is no stronger than hard-coding the visib
 does pass (keep held-out tests).
 
 run_sandboxed, the same for both: a separate `python -I -S` process behind the wall isolation.py
-builds (bubblewrap: a world of its own with no host files, every namespace unshared), in its own
-session, its group killed at a wall timeout (<= 5 s); limits on CPU, memory, file size, open files
-and processes, set by the harness before any candidate code runs (not in a preexec_fn: Popen stays
-on vfork, cheap from a big training process); an empty environment. Inside, an audit hook refuses
+builds (bubblewrap: a world of its own with no host files, every namespace unshared, and a syscall
+filter that allows no second process, so its limits are the candidate's as a whole), in its own
+session; limits on CPU, memory, file size, open files and threads, set by the harness before any
+candidate code runs (not in a preexec_fn: Popen stays on vfork, cheap from a big training process);
+an empty environment. A run is judged by its own CPU time (timeout_s, at most 5 s), so a busy neighbour
+in the same batch cannot turn a right answer into a timeout; the wall clock (wall_deadline) only stops
+one that waits. Inside, an audit hook refuses
 writes outside the scratch folder, reads outside it and the stdlib, new processes, signals, sockets
 and ctypes: a second wall, and a teaching device; it can be taken down from inside (Lab 02 shows how),
 so nothing relies on it. Without the isolated wall, run_sandboxed and both verifiers refuse to run
@@ -36,6 +39,7 @@ from utils.verifiers.isolation import (  # noqa: F401 - re-exported: the wall is
     SandboxUnavailable,
     available_walls,
     describe,
+    launch,
     require,
     sandbox_config,
 )
@@ -46,8 +50,11 @@ MAX_CODE_CHARS = 20_000     # longer candidates are rejected unread
 MAX_TIMEOUT_S = 5.0         # hard cap on the wall timeout of one run
 FILE_LIMIT = 1 << 20        # RLIMIT_FSIZE: any file the child writes, its stdout and stderr included
 NPROC, NOFILE = 16, 64      # RLIMIT_NPROC (processes and threads), RLIMIT_NOFILE
+CGROUP_SLACK = 80 << 20     # a run's cgroup (where there is one): its memory limit plus the /tmp and the kernel's share
 CLIP = 2048                 # stdout / stderr returned, in characters
 MARKER = "@@RLVR_RESULT@@"
+CPU_MARKER = "@@RLVR_CPU@@"  # the harness's own CPU seconds, after the result (a wall's processes may not pass
+                             # their children's on: bwrap does not)
 SCRATCH_PREFIX = "rlvr_sbx_"
 HARNESS_TAG = "rlvr-sandbox-harness"
 EVIDENCE_DIR = "/tmp/rlvr_evidence"  # attack cases aim here: world-writable on the host (attacks.py)
@@ -59,8 +66,8 @@ import builtins, json, os, sys
 job = json.loads(sys.stdin.buffer.read())
 if job["limits"]:  # none where there is no `resource` module (Windows)
     import resource
-    for name, n in job["limits"].items():
-        resource.setrlimit(getattr(resource, name), (n, n))
+    for name, n in job["limits"].items():  # CPU: SIGXCPU at n seconds (a timeout), SIGKILL a second later
+        resource.setrlimit(getattr(resource, name), (n, n + (name == "RLIMIT_CPU")))
 builtins.exit = builtins.quit = sys.exit  # as in an ordinary script (no site under -S)
 
 def guard(scratch, readable):
@@ -132,7 +139,7 @@ except BaseException as e:  # SystemExit too: exiting is not returning
         msg = "an exception"
     write(2, ("candidate raised " + msg + "\n").encode())
     exit_now(1)
-write(1, ("\n" + job["marker"] + line + "\n").encode())
+write(1, ("\n" + job["marker"] + line + "\n" + job["cpu_marker"] + repr(sum(os.times()[:2])) + "\n").encode())
 exit_now(0)
 """
 
@@ -159,16 +166,30 @@ def _clip(b):
     return s if len(s) <= CLIP else s[: CLIP // 2] + "\n...[clipped]...\n" + s[-CLIP // 2:]
 
 
-def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook):
+def cpu_limit(timeout_s):
+    """RLIMIT_CPU for a run judged at timeout_s seconds of CPU: whole seconds, past the timeout."""
+    return int(timeout_s) + 1
+
+
+def wall_deadline(timeout_s, beside=0):
+    """Seconds of wall clock a run gets, with `beside` other candidates judged at the same time. The verdict
+    is by CPU time (the run's own, all its threads'); the wall clock only stops a candidate that waits
+    (a sleep, a blocked read). Room for twice its own CPU budget (a busy machine) and for all of its
+    neighbours' (each uses at most cpu_limit(timeout_s) seconds of CPU) on the same core: what a
+    neighbour does cannot turn a right run into a timeout."""
+    return 2 * timeout_s + beside * cpu_limit(timeout_s) + 0.5
+
+
+def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook, beside=0):
     t0 = time.perf_counter()
-    res = dict(status="error", outputs=None, stdout="", stderr="", seconds=0.0)
+    res = dict(status="error", outputs=None, stdout="", stderr="", seconds=0.0, cpu_seconds=None)
     scratch = None
     try:
         timeout_s = min(max(float(timeout_s), 0.05), MAX_TIMEOUT_S)
-        limits = dict(RLIMIT_CPU=int(timeout_s) + 1, RLIMIT_AS=int(mem_mb) << 20, RLIMIT_FSIZE=FILE_LIMIT,
+        limits = dict(RLIMIT_CPU=cpu_limit(timeout_s), RLIMIT_AS=int(mem_mb) << 20, RLIMIT_FSIZE=FILE_LIMIT,
                       RLIMIT_NOFILE=NOFILE, RLIMIT_NPROC=NPROC) if cfg["rlimits"] else {}
         job = json.dumps(dict(code=code, func=func_name, inputs=inputs, limits=limits, audit=audit_hook,
-                              marker=MARKER))
+                              marker=MARKER, cpu_marker=CPU_MARKER))
         if cfg["wall"] == "isolated":  # its own /tmp, in its own world: nothing on the host to clean
             cwd, env = "/", {}
         else:  # a scratch folder on the host, removed afterwards
@@ -176,27 +197,32 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook):
             if cfg["uid"] == NOBODY and os.geteuid() == 0:
                 os.chown(scratch, NOBODY, NOBODY)
             env = dict(HOME=scratch, TMPDIR=scratch, PYTHONDONTWRITEBYTECODE="1", LANG="C.UTF-8")
-        cmd = cfg["prefix"](cfg["python"], ()) + [cfg["python"], "-I", "-S", "-c", HARNESS]
         with (tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout,
               tempfile.TemporaryFile() as ferr):
             fin.write(job.encode())
             fin.seek(0)
-            proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, cwd=cwd, env=env,
-                                    start_new_session=True, close_fds=True)
-            finished = _wait(proc, timeout_s)
-            try:  # the whole session's group, leader still unreaped: nothing stays behind
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (OSError, AttributeError):
-                proc.kill()
-            rc = proc.wait()
+            with launch(cfg, cfg["python"], memory_bytes=(int(mem_mb) << 20) + CGROUP_SLACK) as (prefix, fds):
+                proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", HARNESS], stdin=fin, stdout=fout,
+                                        stderr=ferr, cwd=cwd, env=env, start_new_session=True, close_fds=True,
+                                        pass_fds=fds)
+                finished = _wait(proc, wall_deadline(timeout_s, beside))
+                try:  # the whole session's group, leader still unreaped: nothing stays behind
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (OSError, AttributeError):
+                    proc.kill()
+                rc, cpu = _reap(proc)
             for f in (fout, ferr):
                 f.seek(0)
             out, err = fout.read(FILE_LIMIT + 1), ferr.read(FILE_LIMIT + 1)
         res.update(stdout=_clip(out), stderr=_clip(err))
-        lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.startswith(MARKER)]
-        if not finished:
-            res["status"] = "timeout"
-        elif rc < 0:  # killed by a signal: a limit, or a segfault
+        text = out.decode("utf-8", "replace").splitlines()
+        lines = [ln for ln in text if ln.startswith(MARKER)]
+        cpu = max([cpu or 0.0] + [_float(ln[len(CPU_MARKER):]) for ln in text if ln.startswith(CPU_MARKER)])
+        res["cpu_seconds"] = cpu
+        signum = -rc if rc < 0 else rc - 128 if rc > 128 else 0  # bwrap reports its child's signal as 128 + it
+        if not finished or cpu > timeout_s or signum == getattr(signal, "SIGXCPU", None):
+            res["status"] = "timeout"   # waited past the wall clock, or computed past its CPU time
+        elif signum:  # killed by a signal: a limit (memory, the CPU's hard limit), or a segfault
             res["status"] = "crashed"
         elif rc == 0 and inputs is None:  # script mode: exit status 0 is all it takes
             res["status"] = "ok"
@@ -209,6 +235,27 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook):
             _remove(scratch)
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+def _float(text):
+    """A non-negative float from the harness's CPU line, 0.0 for anything else (a candidate may forge it:
+    the CPU limit still stops it at cpu_limit seconds)."""
+    try:
+        x = float(text)
+        return x if 0.0 <= x < 1e6 else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _reap(proc):
+    """Reap proc: (its exit code as Popen gives it, the CPU seconds it and every descendant it waited for
+    used, user and system; None where os.wait4 is missing). The wall's processes each wait for their
+    child, so the candidate's CPU time reaches us through them."""
+    if not hasattr(os, "wait4"):
+        return proc.wait(), None
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
 
 
 def _remove(folder):
@@ -228,13 +275,15 @@ def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, au
     """Run untrusted `code` in a sandboxed child process; call func_name(*args) for each args in
     `inputs` (a list of argument lists), or with inputs=None run `code` as a script.
     Returns dict(status: "ok" | "timeout" | "error" | "crashed", outputs: the JSON-decoded results
-    (None unless ok in function mode), stdout, stderr (clipped to ~2 KB), seconds).
+    (None unless ok in function mode), stdout, stderr (clipped to ~2 KB), seconds (wall clock),
+    cpu_seconds (the candidate's CPU time, None where the system cannot say)). "timeout": more than
+    timeout_s seconds of CPU, or a wait past wall_deadline(timeout_s).
     Behind the isolated wall (isolation.py) only, unless allow_weaker_wall=True: else it raises
     SandboxUnavailable before running anything. wall= names a weaker wall to run behind (Lab 02's
     comparison); audit_hook=False shows what the OS walls do alone."""
     cfg = require(allow_weaker_wall, wall)
     if not isinstance(code, str) or len(code) > MAX_CODE_CHARS or not isinstance(func_name, str):
-        return dict(status="error", outputs=None, stdout="", stderr="rejected unread", seconds=0.0)
+        return dict(status="error", outputs=None, stdout="", stderr="rejected unread", seconds=0.0, cpu_seconds=None)
     return _run(cfg, code, inputs, func_name, timeout_s, mem_mb, bool(audit_hook))
 
 
@@ -261,22 +310,24 @@ def _canon(x):
     return json.dumps(x, sort_keys=True)
 
 
-def _strong(code, tests, func_name, timeout_s, cfg, audit_hook):
-    r = _run(cfg, code, [t["input"] for t in tests], func_name, timeout_s, 512, audit_hook)
+def _strong(code, tests, func_name, timeout_s, cfg, audit_hook, beside=0):
+    r = _run(cfg, code, [t["input"] for t in tests], func_name, timeout_s, 512, audit_hook, beside)
     outs = r["outputs"] if r["status"] == "ok" and isinstance(r["outputs"], list) else []
     ok = len(outs) == len(tests) and all(_canon(o) == _canon(t["output"]) for o, t in zip(outs, tests))
     return 1.0 if ok else 0.0
 
 
-def _naive(code, tests, func_name, timeout_s, cfg, audit_hook):
+def _naive(code, tests, func_name, timeout_s, cfg, audit_hook, beside=0):
     asserts = "".join(f"assert {func_name}(*{t['input']!r}) == {t['output']!r}\n" for t in tests)
-    r = _run(cfg, code + "\n\n" + asserts + 'print("all passed")\n', None, func_name, timeout_s, 512, audit_hook)
+    r = _run(cfg, code + "\n\n" + asserts + 'print("all passed")\n', None, func_name, timeout_s, 512, audit_hook,
+             beside)
     return 1.0 if r["status"] == "ok" or "all passed" in r["stdout"] else 0.0
 
 
 def _rewards(match, completions, tests, func_name, timeout_s, allow_weaker_wall, wall, audit_hook, workers):
     cfg = require(allow_weaker_wall, wall)  # the one exception: no wall, no run (see run_sandboxed)
     rows = per_completion(completions, Shared(_tests(tests)) if _tests(tests) else tests, func_name)
+    workers = max(1, min(len(rows), workers or os.cpu_count() or 1))
 
     def judge(row):
         text, t, name = row
@@ -284,11 +335,10 @@ def _rewards(match, completions, tests, func_name, timeout_s, allow_weaker_wall,
             code, t = extract_code(text), _tests(t)
             ok = code is not None and t is not None and isinstance(name, str) and name.isidentifier()
             ok = ok and len(code) <= MAX_CODE_CHARS
-            return match(code, t, name, timeout_s, cfg, bool(audit_hook)) if ok else 0.0
+            return match(code, t, name, timeout_s, cfg, bool(audit_hook), workers - 1) if ok else 0.0
         except Exception:  # noqa: BLE001 - a verifier never raises
             return 0.0
 
-    workers = min(len(rows), workers or os.cpu_count() or 1)
     if workers <= 1:
         return [judge(r) for r in rows]
     with ThreadPoolExecutor(workers) as pool:  # threads that wait on child processes: one per core

@@ -3,11 +3,14 @@
 Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
 
   isolated          bubblewrap (bwrap): every namespace unshared (user, mount, PID, network, IPC,
-                    UTS, cgroup), a new session, killed with its parent. Its world is /usr and the
-                    interpreter read-only, a private size-capped /tmp, its own /proc and a read-only
-                    minimal /dev, and nothing else: no host /tmp or /dev/shm, no home, repo or data,
-                    so the expected answers lie on no path it can reach. As root it is first
-                    dropped to nobody, so that the process limits count.
+                    UTS, cgroup), no nested user namespace (--disable-userns), a new session, killed
+                    with its parent. Its world is /usr and the interpreter read-only, a private
+                    size-capped /tmp, its own /proc and a read-only minimal /dev, and nothing else: no
+                    host /tmp or /dev/shm, no home, repo or data, so the expected answers lie on no
+                    path it can reach. A syscall filter (seccomp.py, on x86-64) refuses new
+                    processes, namespaces, mounts, System V shared memory and memfd, so the one
+                    process's limits (address space, CPU seconds) cap the candidate as a whole. As
+                    root it is first dropped to nobody, so that the process limits count.
   namespaces        unshare: new network and PID namespaces (as nobody when root). The files are
                     the host's, as that user sees them: the data folder is readable.
   process           a plain child process in its own session, with rlimits, killed at the wall clock.
@@ -21,13 +24,17 @@ bwrap on PATH is tried first (a distribution's is security-patched), then the wh
 
 Stdlib only: this module imports on a bare Python.
 """
+import atexit
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 
 from utils import DATA_DIR, ROOT
+from utils.verifiers import seccomp
 
 WALLS = ("isolated", "namespaces", "process", "audit hook only")
 NOBODY = 65534
@@ -42,6 +49,8 @@ WEAKNESS = {
                "leave processes behind if it gets past the audit hook",
     "audit hook only": "no memory, CPU or process limits either: one allocation can take the machine",
 }
+UNFILTERED = ("without the syscall filter, a candidate can start processes (each within the limits, so "
+              "together past them) and hold System V shared memory outside its address-space limit")
 
 _PROBE = """import json, os, sys
 try:
@@ -85,11 +94,14 @@ def _prefix_of(python):
     return os.path.dirname(os.path.dirname(real))
 
 
-def bwrap_args(bwrap, python, binds=()):
+def bwrap_args(bwrap, python, binds=(), filter_fd=None):
     """The bwrap command line up to the program: the world described in the module docstring.
-    binds: extra (host path, path inside) pairs, bound read-only (the SQL database)."""
-    args = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+    binds: extra (host path, path inside) pairs, bound read-only (the SQL database); filter_fd: a file
+    descriptor holding the syscall filter (seccomp.filter_fd()), None for none."""
+    args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid",
+            str(NOBODY), "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
+    if filter_fd is not None:
+        args += ["--seccomp", str(filter_fd)]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
@@ -133,27 +145,141 @@ def _candidates(root):
     tether = [setpriv, "--pdeathsig=KILL", "--"] if setpriv else []
     out = []
     for bw in find_bwrap():
-        if root and setpriv:
-            out.append(("isolated", lambda py, b, bw=bw: drop + bwrap_args(bw, py, b), NOBODY, bw))
-        out.append(("isolated", lambda py, b, bw=bw: tether + bwrap_args(bw, py, b),
-                    NOBODY if not root else 0, bw))
+        for filtered in (True, False) if seccomp.supported() else (False,):
+            if root and setpriv:
+                out.append(("isolated", lambda py, b, fd, bw=bw: drop + bwrap_args(bw, py, b, fd), NOBODY, bw,
+                            filtered))
+            out.append(("isolated", lambda py, b, fd, bw=bw: tether + bwrap_args(bw, py, b, fd),
+                        NOBODY if not root else 0, bw, filtered))
     if unshare:
         ns = [unshare] + ([] if root else ["-r"]) + ["-n", "-p", "--fork", "--kill-child", "--"]
         if root and setpriv:
-            out.append(("namespaces", lambda py, b: ns + drop, NOBODY, unshare))
+            out.append(("namespaces", lambda py, b, fd: ns + drop, NOBODY, unshare, False))
         elif not root:
-            out.append(("namespaces", lambda py, b: ns, os.geteuid(), unshare))
+            out.append(("namespaces", lambda py, b, fd: ns, os.geteuid(), unshare, False))
     if root and setpriv:
-        out.append(("process", lambda py, b: drop, NOBODY, setpriv))
-    out.append(("process", lambda py, b: [], os.geteuid() if hasattr(os, "geteuid") else None, None))
+        out.append(("process", lambda py, b, fd: drop, NOBODY, setpriv, False))
+    out.append(("process", lambda py, b, fd: [], os.geteuid() if hasattr(os, "geteuid") else None, None, False))
     return out
 
 
-def _probe(prefix, python):
-    """Run the probe behind `prefix`: (whole, version, data visible, has resource) or None."""
+@contextlib.contextmanager
+def launch(cfg, python, binds=(), memory_bytes=None):
+    """The command before the interpreter for one process behind the wall `cfg`, and the file descriptors
+    to pass it (Popen(..., pass_fds=)): the syscall filter's, where the wall has one. With memory_bytes,
+    where this machine lets us make a memory cgroup (memory_cgroup()), the process and all it starts run in
+    a fresh one capped there: memory the kernel spends for them too (a private /tmp's files and inodes,
+    pipes), whatever the wall lets through. Yield inside a with: the filter's descriptor is closed on exit;
+    the cgroup is removed on exit, so leave the context only after the process is reaped."""
+    fd = seccomp.filter_fd() if cfg.get("filtered") else None
+    group = _new_cgroup(memory_bytes) if memory_bytes else None
     try:
-        r = subprocess.run(prefix + [python, "-I", "-S", "-c", _PROBE, DATA_DIR, ROOT], capture_output=True,
-                           timeout=20, env={}, cwd="/", stdin=subprocess.DEVNULL)
+        prefix = cfg["prefix"](python, binds, fd)
+        if group:  # the shell joins the cgroup, then becomes the wall: nothing starts outside it
+            prefix = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', os.path.join(group, "cgroup.procs")] + prefix
+        yield prefix, (() if fd is None else (fd,))
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if group:
+            _remove_cgroup(group)
+
+
+CGROUP_NAME = "rlvr-sandbox"
+_CGROUP = []   # [parent folder or None], found once
+_made = []     # the cgroups made here, for unique names
+
+
+def memory_cgroup():
+    """The folder under which a cgroup per run can be made with a memory limit, or None: a writable memory
+    hierarchy (cgroup v1's /sys/fs/cgroup/memory, or v2's root with the memory controller), as root usually;
+    an ordinary user gets none, and the wall then caps memory per process only (which the syscall filter
+    makes the whole candidate, but not the kernel memory of its private /tmp: its inodes)."""
+    if _CGROUP:
+        return _CGROUP[0]
+    found = None
+    for base, v2 in (("/sys/fs/cgroup/memory", False), ("/sys/fs/cgroup", True)):
+        if v2 and not os.path.exists(os.path.join(base, "cgroup.controllers")):
+            continue
+        parent = os.path.join(base, CGROUP_NAME)
+        try:
+            os.makedirs(parent, exist_ok=True)
+            if v2:
+                with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
+                    f.write("+memory")
+            test = _new_cgroup(64 << 20, parent)
+            if test:
+                _remove_cgroup(test)
+                found = parent
+                break
+        except OSError:
+            continue
+    _CGROUP.append(found)
+    return found
+
+
+def _new_cgroup(memory_bytes, parent=None):
+    """A fresh cgroup capped at memory_bytes (swap included where the kernel counts it), or None."""
+    parent = parent or memory_cgroup()
+    if not parent:
+        return None
+    sweep_cgroups()
+    _made.append(None)
+    group = os.path.join(parent, f"run-{os.getpid()}-{len(_made)}")
+    try:
+        os.mkdir(group)
+        v1 = os.path.exists(os.path.join(group, "memory.limit_in_bytes"))
+        for name in (("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") if v1 else
+                     ("memory.max", "memory.swap.max")):
+            path = os.path.join(group, name)
+            if os.path.exists(path) or name in ("memory.limit_in_bytes", "memory.max"):
+                with open(path, "w") as f:
+                    f.write(str(int(memory_bytes) if "swap" not in name else 0 if not v1 else int(memory_bytes)))
+        return group
+    except OSError:
+        _remove_cgroup(group)
+        return None
+
+
+def _remove_cgroup(group, tries=100):
+    """Remove a run's cgroup once its processes are gone (a PID namespace, or a process the OOM killer
+    took, takes a moment to empty). One still busy after `tries` waits of 10 ms is removed later
+    (sweep_cgroups: before the next run, and at exit)."""
+    for i in range(tries):
+        try:
+            os.rmdir(group)
+            if group in _pending:
+                _pending.remove(group)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if i + 1 < tries:
+                time.sleep(0.01)
+    if group not in _pending:
+        _pending.append(group)
+    return False
+
+
+_pending = []  # cgroups whose processes were still leaving
+
+
+def sweep_cgroups():
+    """Remove the runs' cgroups that were still busy when their run ended. True if none is left."""
+    for group in list(_pending):
+        _remove_cgroup(group, tries=1)
+    return not _pending
+
+
+atexit.register(lambda: [_remove_cgroup(g, tries=300) for g in list(_pending)])
+
+
+def _probe(cfg, python):
+    """Run the probe behind the wall `cfg`: (whole, version, data visible, has resource) or None."""
+    try:
+        with launch(cfg, python) as (prefix, fds):
+            r = subprocess.run(prefix + [python, "-I", "-S", "-c", _PROBE, DATA_DIR, ROOT], capture_output=True,
+                               timeout=20, env={}, cwd="/", stdin=subprocess.DEVNULL, pass_fds=fds)
         whole, version, seen, limits = json.loads(r.stdout.decode().strip().splitlines()[-1])
         return whole, version, any(seen), limits
     except Exception:  # noqa: BLE001 - a wall that does not start is not this machine's wall
@@ -162,8 +288,9 @@ def _probe(prefix, python):
 
 def available_walls(refresh=False):
     """{wall: config} for each wall that starts on this machine, strongest first, probed once.
-    A config: dict(wall, python, prefix(binds) -> the command before the interpreter, rlimits,
-    uid it runs as, tool, version, missing (why no stronger wall: what to install or change)).
+    A config: dict(wall, python, prefix(python, binds, filter_fd) -> the command before the interpreter
+    (use launch()), rlimits, uid it runs as, tool, version, filtered (the syscall filter is on), missing
+    (why no stronger wall: what to install or change)).
     "audit hook only" is always there (a plain child without rlimits: Windows, or its stand-in)."""
     global _CONFIG
     if _CONFIG is not None and not refresh:
@@ -171,30 +298,35 @@ def available_walls(refresh=False):
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     pythons = list(dict.fromkeys(p for p in (sys.executable, "/usr/bin/python3") if p and os.path.exists(p)))
     limits, missing, walls = has_resource(), [], {}
+    unfiltered_because = "no syscall filter for this architecture (seccomp.py has x86-64's numbers)"
     if not find_bwrap():
         missing.append("no bwrap found (" + HOW_TO_ISOLATE + ")")
-    for wall, prefix, uid, tool in _candidates(root) if os.name == "posix" else []:
+    for wall, prefix, uid, tool, filtered in _candidates(root) if os.name == "posix" else []:
         if wall in walls:
             continue
         for py in pythons:
-            got = _probe(prefix(py, ()), py)
+            got = _probe(dict(prefix=prefix, filtered=filtered), py)
             if got is None or not got[0]:
                 continue
             if wall == "isolated" and got[2]:
                 missing.append(f"{tool}: the data folder is visible inside (is the repo under /usr?)")
                 continue
             walls[wall] = dict(wall=wall, python=py, prefix=prefix, rlimits=limits and got[3], uid=uid,
-                               tool=tool, version=got[1])
+                               tool=tool, version=got[1], filtered=filtered)
             break
         else:
-            if wall == "isolated":
+            if wall == "isolated" and filtered:
+                unfiltered_because = f"{tool} cannot load the syscall filter here (no seccomp?)"
+            elif wall == "isolated":
                 missing.append(f"{tool} cannot build its sandbox here (user namespaces not allowed?)")
             elif wall == "namespaces":
                 missing.append("unshare cannot create namespaces here")
+    if "isolated" in walls and not walls["isolated"]["filtered"]:
+        missing.append(unfiltered_because)
     if not limits:
         missing.append("no `resource` module (Windows): no rlimits")
         walls = {}
-    plain = walls.get("process") or dict(python=sys.executable, prefix=lambda py, b: [],
+    plain = walls.get("process") or dict(python=sys.executable, prefix=lambda py, b, fd: [], filtered=False,
                                          uid=os.geteuid() if hasattr(os, "geteuid") else None, tool=None,
                                          version=sys.version.split()[0])
     walls["audit hook only"] = dict(plain, wall="audit hook only", rlimits=False)
@@ -217,8 +349,11 @@ def sandbox_config(wall=None, refresh=False):
 def describe(cfg=None):
     """One line for a notebook: the wall, and what it cannot stop."""
     cfg = cfg or sandbox_config()
-    line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']})"
-    if cfg["wall"] != "isolated":
+    line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']}"
+    line += ", syscall filter on)" if cfg.get("filtered") else ")"
+    if cfg["wall"] == "isolated" and not cfg.get("filtered"):
+        line += f"; {UNFILTERED} ({'; '.join(cfg['missing'])})"
+    elif cfg["wall"] != "isolated":
         line += f"; weaker: {WEAKNESS[cfg['wall']]}. For the full wall: {HOW_TO_ISOLATE}"
     return line
 

@@ -22,6 +22,7 @@ rebuilds the DB.
 """
 import atexit
 import functools
+import glob
 import json
 import os
 import select
@@ -36,14 +37,15 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from utils import DATA_DIR
-from utils.verifiers.isolation import readable_by, sandbox_config
+from utils.verifiers.isolation import launch, readable_by, sandbox_config
 from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
 SUITE_PATH = os.path.join(DATA_DIR, "sql", "adversarial.jsonl")
 MAX_SQL_CHARS = 10_000          # longer candidates are rejected unread
 MAX_VALUE_BYTES = 10_000        # longest string or blob a query may build (SQLITE_LIMIT_LENGTH)
-MAX_RESULT_CHARS = 4_000_000    # total str/bytes length of a result
+MAX_RESULT_CHARS = 4_000_000    # a result's length as sent back (sql_worker.json_size: every value counted)
+MAX_REPLY_BYTES = 2 * MAX_RESULT_CHARS + (1 << 20)  # a longer reply is garbage: the worker is replaced
 MARGIN_S = 0.25                 # the parent waits timeout_s + this for a reply, then kills the worker
 MAX_WORKERS = 4                 # live workers (one per database file, one for compiling)
 _WORKER_SOURCE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql_worker.py"),
@@ -131,7 +133,8 @@ class _Worker:
         cfg = sandbox_config()
         self.copy = None
         if db is not None and not readable_by(cfg["uid"], db):
-            self.copy = tempfile.mkdtemp(prefix="rlvr_sql_")
+            _sweep_copies()
+            self.copy = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}_")
             os.chmod(self.copy, 0o755)
             db = shutil.copy(db, self.copy)
             os.chmod(db, 0o444)
@@ -141,26 +144,44 @@ class _Worker:
             binds = [(db, inside)]
         conf = dict(db=inside, schema=SCHEMA, rlimits=bool(cfg["rlimits"]), max_sql_chars=MAX_SQL_CHARS,
                     max_value_bytes=MAX_VALUE_BYTES, max_result_chars=MAX_RESULT_CHARS)
-        cmd = cfg["prefix"](cfg["python"], binds) + [cfg["python"], "-I", "-S", "-c", _WORKER_SOURCE,
-                                                      json.dumps(conf)]
         self.owner = os.getpid()  # a forked child must not share this process's pipes
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env={}, cwd="/", close_fds=True,
-                                         start_new_session=True)
+            with launch(cfg, cfg["python"], binds) as (prefix, fds):
+                self.proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", _WORKER_SOURCE,
+                                                       json.dumps(conf)],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             env={}, cwd="/", close_fds=True, pass_fds=fds, start_new_session=True)
         except OSError:
             if self.copy:
                 shutil.rmtree(self.copy, ignore_errors=True)
             raise
         self.replies = select.poll()  # poll, not select: a big training process may hold fds > 1024
         self.replies.register(self.proc.stdout, select.POLLIN)
+        self.writable = select.poll()
+        self.writable.register(self.proc.stdin, select.POLLOUT)
+        if self.copy and cfg["wall"] == "isolated":
+            # the copy is bound into the worker's world: once it answers, the host's name can go, so
+            # nothing of it outlives this process, however it ends (the bind keeps the file inside)
+            try:
+                self.ask(json.dumps({"op": "compile", "sql": ""}).encode() + b"\n", time.monotonic() + 20)
+            except Exception:
+                self.kill()
+                raise
+            shutil.rmtree(self.copy, ignore_errors=True)
+            self.copy = None
 
     def ask(self, line, deadline):
-        """Send one request line, wait for its one-line reply until `deadline` (time.monotonic()).
-        Returns the reply, or raises TimeoutError, EOFError (the worker died) or ValueError (garbage)."""
-        self.proc.stdin.write(line)
-        self.proc.stdin.flush()
-        fd, chunks = self.proc.stdout.fileno(), []
+        """Send one request line and wait for its one-line reply, both until `deadline` (time.monotonic()).
+        Returns the reply, or raises TimeoutError, EOFError (the worker died) or ValueError (garbage, or a
+        reply longer than MAX_REPLY_BYTES: decoding it is bounded too)."""
+        out = self.proc.stdin.fileno()
+        os.set_blocking(out, False)
+        while line:  # a worker that stopped reading cannot hold us past the deadline
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.writable.poll(1000 * left):
+                raise TimeoutError
+            line = line[os.write(out, line):]
+        fd, chunks, size = self.proc.stdout.fileno(), [], 0
         while not chunks or not chunks[-1].endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0 or not self.replies.poll(1000 * left):
@@ -169,6 +190,9 @@ class _Worker:
             if not chunk:
                 raise EOFError
             chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                raise ValueError("reply too long")
         reply = json.loads(b"".join(chunks), object_hook=_decode)
         if not isinstance(reply, dict):
             raise ValueError("not a reply")
@@ -201,6 +225,19 @@ class _Worker:
                 pass
         if self.copy:
             shutil.rmtree(self.copy, ignore_errors=True)
+
+
+COPY_PREFIX = "rlvr_sql_"
+
+
+def _sweep_copies():
+    """Remove the database copies (behind a weaker wall, where the worker opens the copy by name) that a
+    process which has since died left behind: killed, it could not remove its own."""
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), COPY_PREFIX + "*_*")):
+        pid = os.path.basename(folder)[len(COPY_PREFIX):].split("_")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}") and \
+                os.path.isdir("/proc/self"):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _ask(db, request, timeout_s):

@@ -7,7 +7,8 @@ kills the whole process at its wall clock.
 
 Started as `python -I -S -c <this source> <config JSON>` behind the wall of isolation.py, so it
 imports nothing from the repo (stdlib only). Config: db (the path it sees, or null), schema,
-rlimits, max_sql_chars, max_value_bytes, max_result_chars. Protocol, one JSON object a line:
+rlimits, max_sql_chars, max_value_bytes, max_result_chars (the reply's length, every value counted).
+Protocol, one JSON object a line:
   {"op": "run", "sql", "timeout", "max_rows"} -> {"rows": [[value, ...], ...]} or {"err": message}
   {"op": "compile", "sql"}                     -> {"score": 1.0 or 0.0}
 bytes are sent as {"b": hex}; a reply carries "retire": true when the worker wants replacing.
@@ -71,13 +72,20 @@ def run(req, cfg):
         for row in cur:
             if len(rows) == max_rows:
                 return {"err": f"too many rows (more than {max_rows})"}
-            size += sum(len(v) for v in row if isinstance(v, (str, bytes)))
+            size += json_size(row)
             if size > cfg["max_result_chars"]:
                 return {"err": "result too large"}
             rows.append(row)
         return {"rows": rows}
     finally:
         conn.close()
+
+
+def json_size(row):
+    """About how many characters a row takes in the reply: every value counts, numbers and NULLs too
+    (a result of a million NULLs is as long to send and decode as one of a million characters)."""
+    return 2 + sum(len(v) + 3 if isinstance(v, str) else 2 * len(v) + 9 if isinstance(v, bytes) else
+                   len(repr(v)) + 2 for v in row)
 
 
 def compile_only(req, cfg):
