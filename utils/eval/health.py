@@ -23,6 +23,7 @@ import math
 import numpy as np
 import torch.nn.functional as F
 
+from utils import checks
 from utils.models.policy import masked_mean
 
 STD_FLOOR = 0.1
@@ -42,9 +43,10 @@ def token_entropy(logits, mask):
 def expected_zero_spread(p, group_size):
     """Chance that a group of `group_size` independent samples, each right with chance p, all
     score the same: p^G + (1 - p)^G. p may be a float or an array of per-prompt rates."""
-    if not isinstance(group_size, (int, np.integer)) or group_size < 1:
-        raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
-    p = np.asarray(p, dtype=float)
+    group_size = checks.number("expected_zero_spread", "group_size", group_size, lo=1, hi=10_000, integer=True)
+    p = checks.array("expected_zero_spread", "p", p, dims=(0, 1))
+    if p.size == 0:
+        raise ValueError("expected_zero_spread: p must be a pass rate or a non-empty list of them")
     if np.any((p < 0) | (p > 1)) or np.any(np.isnan(p)):
         raise ValueError(f"p must lie in [0, 1], got {p}")
     out = p ** group_size + (1 - p) ** group_size
@@ -166,8 +168,10 @@ def summarize(history, window=5):
     """The numbers diagnose() reads, from a history (train_grpo's or train_with_trl's): the means over the last
     `window` steps of reward_mean, zero_spread_frac, truncated_frac and kl (None where the run did not record
     it), and entropy_ratio, the last window's mean entropy over the first window's."""
-    if not isinstance(history, (list, tuple)) or not history:
-        raise ValueError("history must be a non-empty list of per-step dicts (train_grpo's or train_with_trl's)")
+    if not isinstance(history, (list, tuple)) or not history or not all(isinstance(r, dict) for r in history):
+        raise ValueError("summarize: history must be a non-empty list of per-step dicts (train_grpo's or "
+                         "train_with_trl's)")
+    window = checks.number("summarize", "window", window, lo=1, integer=True)
 
     def mean(key, rows):
         vals = [r[key] for r in rows if r.get(key) is not None]

@@ -6,6 +6,7 @@ from collections import Counter
 import numpy as np
 import torch
 
+from utils import checks
 from utils.models.policy import completion_logprobs, encode_prompts, sample
 from utils.verifiers.arithmetic import strict_reward
 
@@ -17,9 +18,7 @@ def pass_at_k(n, c, k):
 
     in the numerically stable product form. Exactly 1.0 when n - c < k.
     """
-    for name, v in (("n", n), ("c", c), ("k", k)):
-        if not float(v).is_integer() or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    n, c, k = (checks.number("pass_at_k", name, v, lo=0, integer=True) for name, v in (("n", n), ("c", c), ("k", k)))
     if k < 1 or k > n:
         raise ValueError(f"k must be in 1..n (n={n}), got k={k}")
     if c > n:
@@ -181,16 +180,33 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
 
 # ------------------------------------------------------------------------------ pass@k analysis (Lab 05)
 
+def _ks(where, ks, n=None):
+    """ks as a non-empty list of integers in 1..n."""
+    if isinstance(ks, (str, bytes, dict)) or not hasattr(ks, "__iter__") or not len(ks):
+        raise ValueError(f"{where}: ks must be a non-empty list of integers >= 1, got {checks._short(ks)}")
+    return [checks.number(where, "ks", k, lo=1, hi=n, integer=True) for k in ks]
+
+
 def pass_at_k_table(n, ks):
     """pass@k for every possible count c = 0..n: [n + 1, len(ks)], so that the curve over problems with
     correct counts `correct` [P] is a lookup, table[correct].mean(0) (fast for bootstrapping)."""
+    n = checks.number("pass_at_k_table", "n", n, lo=1, hi=100_000, integer=True)
+    ks = _ks("pass_at_k_table", ks, n)
     return np.array([[pass_at_k(n, c, k) for k in ks] for c in range(n + 1)])
 
 
 def bootstrap_pass_at_k(correct, n, ks, n_boot=1000, level=0.95, seed=0):
     """Bootstrap confidence band over problems for the pass@k curve: resample problems with
     replacement n_boot times. Returns (low [len(ks)], high [len(ks)])."""
-    correct = np.asarray(correct, dtype=int)
+    n = checks.number("bootstrap_pass_at_k", "n", n, lo=1, hi=100_000, integer=True)
+    correct = checks.array("bootstrap_pass_at_k", "correct", correct, dims=1)
+    if correct.size == 0 or (correct != np.round(correct)).any() or (correct < 0).any() or (correct > n).any():
+        raise ValueError(f"bootstrap_pass_at_k: correct must be counts in 0..n={n}, one per problem")
+    correct = correct.astype(int)
+    ks = _ks("bootstrap_pass_at_k", ks, n)
+    n_boot = checks.number("bootstrap_pass_at_k", "n_boot", n_boot, lo=1, hi=1_000_000, integer=True)
+    level = checks.number("bootstrap_pass_at_k", "level", level, lo=0, hi=1, lo_open=True, hi_open=True)
+    seed = checks.number("bootstrap_pass_at_k", "seed", seed, lo=0, integer=True)
     table = pass_at_k_table(n, ks)                          # [n + 1, K]
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(correct), (n_boot, len(correct)))  # [B, P]
@@ -206,6 +222,8 @@ def compression_ratio(before_1, before_k, after_1):
     thumb for small k (the example's k = 8), not a published result; the ratio falls as k grows even when
     nothing changes (the gap widens), so read it at one k, never against a fixed 0.7 at every k.
     nan if there is no gap."""
+    before_1, before_k, after_1 = (checks.number("compression_ratio", name, v, lo=0, hi=1) for name, v in
+                                   (("before_1", before_1), ("before_k", before_k), ("after_1", after_1)))
     gap = before_k - before_1
     return float((after_1 - before_1) / gap) if gap > 0 else float("nan")
 
@@ -256,6 +274,11 @@ def guess_pass_at_k(answers, ks):
 def largest_k_under(curve, ks, level=0.05):
     """The largest k in ks whose value in curve [len(ks)] stays under level (the guessing curve rises with
     k). Returns None if even the smallest k is at or over the level."""
+    curve = checks.array("largest_k_under", "curve", curve, dims=1).tolist()
+    ks = _ks("largest_k_under", ks)
+    if len(ks) != len(curve):
+        raise ValueError(f"largest_k_under: curve has {len(curve)} values and ks {len(ks)}: one per k")
+    level = checks.number("largest_k_under", "level", level, lo=0, hi=1)
     under = [k for k, v in zip(ks, curve) if v < level]
     return int(max(under)) if under else None
 

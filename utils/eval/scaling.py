@@ -10,6 +10,8 @@ best cell.
 """
 import numpy as np
 
+from utils import checks
+
 
 def sigmoid(C, A, C_mid, B, R0):
     """R(C) for compute C >= 0 (an array or a number); R(0) = R0."""
@@ -36,7 +38,14 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asy
     (an asymptote above 1 says the points do not pin it down). ValueError for fewer than 3 points (three
     parameters), unequal lengths, non-positive compute or non-finite values. best_A(C, R, R0, C_mid, B) gives A for
     a grid cell (best_asymptote; Lab 07's exercise plugs in here)."""
-    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
+    C = checks.array("fit_sigmoid", "C", C, dims=1)
+    R = checks.array("fit_sigmoid", "R", R, dims=1)
+    R0 = checks.number("fit_sigmoid", "R0", R0)
+    grid = checks.number("fit_sigmoid", "grid", grid, lo=2, hi=1000, integer=True)
+    rounds = checks.number("fit_sigmoid", "rounds", rounds, lo=1, hi=20, integer=True)
+    if not (isinstance(B_range, (list, tuple)) and len(B_range) == 2):
+        raise ValueError(f"fit_sigmoid: B_range={checks._short(B_range)} must be (low, high)")
+    B_range = tuple(checks.number("fit_sigmoid", "B_range", b, lo=0, lo_open=True) for b in B_range)
     if C.shape != R.shape or C.ndim != 1:
         raise ValueError(f"fit_sigmoid: C and R must be 1-D and of one length (got {C.shape} and {R.shape})")
     if C.size < 3:

@@ -15,6 +15,7 @@ This holds where a step is compute-bound: on a CPU. On a GPU, sampling goes toke
 latency, not FLOPs (measured in benchmarks/results/lab08_memory_cuda.json: 30-60 ms a token on an H200
 whatever the model's size), so there seconds grow with the completion length, not the FLOPs.
 """
+from utils import checks
 from utils.models.memory import _dims, count_params
 
 
@@ -31,11 +32,15 @@ def step_flops(model_or_config, batch, prompt_len, completion_len, lora_rank=0, 
 
 def rate_from(seconds, flops):
     """FLOPs per second, from one measured step (its seconds and step_flops)."""
-    if not seconds > 0:
-        raise ValueError(f"seconds={seconds!r}: time a real step first (its seconds must be > 0)")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+        raise ValueError(f"rate_from: seconds={seconds!r}: time a real step first (its seconds must be a finite "
+                         f"number > 0)")
+    flops = checks.number("rate_from", "flops", flops, lo=0, lo_open=True)
     return flops / seconds
 
 
 def predict_seconds(flops, rate):
     """Seconds of a step of `flops` on a machine that ran `rate` FLOPs per second."""
+    flops = checks.number("predict_seconds", "flops", flops, lo=0)
+    rate = checks.number("predict_seconds", "rate", rate, lo=0, lo_open=True)
     return flops / rate

@@ -8,13 +8,51 @@ from dataclasses import dataclass
 
 import torch
 
+from utils import checks
+
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
 BASELINES = ("mean", "median")
+
+
+def _what(x):
+    return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else checks._short(x)
+
+
+def _group_size(where, name, G, rewards):
+    """G as an int >= 1 that divides the number of rewards."""
+    G = checks.number(where, name, G, lo=1, integer=True)
+    if rewards.numel() % G:
+        raise ValueError(f"{where}: {rewards.numel()} rewards do not split into groups of {name}={G}")
+    return G
+
+
+def _logps(where, dims=2, **named):
+    """Log-prob tensors of one shape ([N, T] unless dims is None), no NaN or +inf, by name."""
+    out = []
+    for name, x in named.items():
+        if not isinstance(x, torch.Tensor) or (dims is not None and x.dim() != dims):
+            raise ValueError(f"{where}: {name} must be a {'[N, T] ' if dims else ''}tensor of log-probs, got "
+                             f"{_what(x)}")
+        if torch.isnan(x).any() or (x == float("inf")).any():
+            raise ValueError(f"{where}: {name} holds NaN or +inf")
+        out.append(x)
+    checks.same_shape(where, **named)
+    return out
+
+
+def _mask(where, mask, like):
+    """mask as a tensor of like's shape."""
+    if not isinstance(mask, torch.Tensor) or mask.shape != like.shape:
+        raise ValueError(f"{where}: mask must be a tensor of shape {tuple(like.shape)}, got {_what(mask)}")
+    return mask
 
 
 def zero_spread(rewards, G):
     """[n] bool: True for each group of G consecutive rewards [n * G] that all score alike (its advantages are
     all 0, so it teaches nothing). E.g. [1, 1, 0, 1] with G=2 -> [True, False]."""
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 1:
+        raise ValueError(f"zero_spread: rewards must be a [n * G] tensor, got {_what(rewards)}")
+    G = _group_size("zero_spread", "G", G, rewards)
     rg = rewards.view(-1, G)                                                    # [n, G]
     return rg.max(1).values == rg.min(1).values
 
@@ -27,7 +65,10 @@ def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1
     baseline is the group mean or median; std is the population std (divide by G).
     Returns [N]. A group whose rewards are all equal gets advantage 0.
     """
-    r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # [n_groups, G]
+    r = checks.tensor("group_advantages", "rewards", rewards, dims=1).float()   # float32, as always
+    group_size = _group_size("group_advantages", "group_size", group_size, r)
+    eps = checks.number("group_advantages", "eps", eps, lo=0)
+    r = r.view(-1, group_size)                                              # [n_groups, G]
     if baseline == "mean":
         base = r.mean(1, keepdim=True)
     elif baseline == "median":
@@ -43,6 +84,7 @@ def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1
 def kl_k3(logp, ref_logp):
     """k3 estimator of KL(pi || pi_ref) per token (Schulman 2020): exp(d) - d - 1, d = ref - logp.
     Always >= 0; unbiased for the KL when tokens are sampled from pi. Shapes [N, T] -> [N, T]."""
+    logp, ref_logp = _logps("kl_k3", None, logp=logp, ref_logp=ref_logp)
     d = ref_logp - logp
     return torch.exp(d) - d - 1
 
@@ -55,6 +97,15 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
         l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
     with ratio_t = exp(logp_t - old_logp_t). Padding is not masked here: aggregate() does that.
     """
+    logp, old_logp, ref_logp = _logps("per_token_loss", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
+    if not isinstance(adv, torch.Tensor) or adv.dim() != 1 or not torch.isfinite(adv).all():
+        raise ValueError(f"per_token_loss: adv must be a [N] tensor of finite advantages, got {_what(adv)}")
+    if adv.shape[0] != logp.shape[0]:
+        raise ValueError(f"per_token_loss: adv has {adv.shape[0]} rows and logp {logp.shape[0]}: one advantage "
+                         f"per completion")
+    eps_low, eps_high = (checks.number("per_token_loss", n, v, lo=0) for n, v in (("eps_low", eps_low),
+                                                                                  ("eps_high", eps_high)))
+    beta = checks.number("per_token_loss", "beta", beta, lo=0)
     ratio = torch.exp(logp - old_logp)                                  # [N, T]
     a = adv[:, None]                                                    # [N, 1]
     surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
@@ -68,6 +119,9 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
       dapo     sum over all tokens / number of tokens in the batch          (token-level, arXiv 2503.14476)
       dr_grpo  sum over all tokens / (N * max_len), max_len a constant       (arXiv 2503.20783)
     grpo gives each token of a long sequence less weight than a short one's: a length bias."""
+    if not isinstance(per_token, torch.Tensor) or per_token.dim() != 2:
+        raise ValueError(f"aggregate: per_token must be a [N, T] tensor, got {_what(per_token)}")
+    mask = _mask("aggregate", mask, per_token)
     m = mask.to(per_token.dtype)
     if loss_type == "grpo":
         return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
@@ -76,6 +130,7 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
     if loss_type == "dr_grpo":
         if not max_len:
             raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
+        max_len = checks.number("aggregate", "max_len", max_len, lo=1, integer=True)
         return (per_token * m).sum() / (per_token.shape[0] * max_len)
     raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
 
@@ -113,6 +168,10 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high):
 def high_entropy_mask(entropy, mask, frac):
     """mask [N, T] restricted to the top `frac` share of its tokens by entropy [N, T] (ties kept).
     Training only on these "forking" tokens is the remedy of arXiv 2506.01939 (frac 0.2)."""
+    frac = checks.number("high_entropy_mask", "frac", frac, lo=0, hi=1, lo_open=True)
+    if not isinstance(entropy, torch.Tensor) or entropy.dim() != 2:
+        raise ValueError(f"high_entropy_mask: entropy must be a [N, T] tensor, got {_what(entropy)}")
+    mask = _mask("high_entropy_mask", mask, entropy)
     if frac >= 1:
         return mask
     vals = entropy[mask.bool()]

@@ -14,7 +14,7 @@ Splits (written by `python -m utils.tasks.arithmetic`, loadable with `datasets`)
 import os
 import random
 
-from utils import DATA_DIR
+from utils import DATA_DIR, checks
 from utils.tasks import read_jsonl, write_jsonl
 
 OPS = "+-"
@@ -24,11 +24,15 @@ SPLITS_SEED = 1234
 
 def format_prompt(a, op, b):
     """'37+29=' : the one prompt format every lab uses."""
+    a, b = (checks.number("format_prompt", name, v, integer=True) for name, v in (("a", a), ("b", b)))
+    if op not in OPS:
+        raise ValueError(f"format_prompt: op={checks._short(op)}; allowed: {OPS}")
     return f"{a}{op}{b}="
 
 
 def solve(a, op, b):
     """The answer to a op b, for op in OPS ('+' or '-')."""
+    a, b = (checks.number("solve", name, v, integer=True) for name, v in (("a", a), ("b", b)))
     if op == "+":
         return a + b
     if op == "-":
@@ -56,7 +60,15 @@ def make_problem(rng, lo=0, hi=99, ops=OPS, big_lo=None, big_hi=None):
 
 def make_splits(seed=SPLITS_SEED, sizes=None):
     """All four splits as {name: [problem, ...]}, disjoint by prompt. Deterministic in seed."""
+    seed = checks.number("make_splits", "seed", seed, lo=0, integer=True)
+    if sizes is not None and not isinstance(sizes, dict):
+        raise ValueError(f"make_splits: sizes must be a dict {{split: rows}}, got {checks._short(sizes)}")
     sizes = dict(SPLIT_SIZES, **(sizes or {}))
+    for name, n in sizes.items():
+        if name not in SPLIT_SIZES:
+            raise ValueError(f"make_splits: sizes has an unknown split {name!r}; the splits are {list(SPLIT_SIZES)}")
+        sizes[name] = checks.number("make_splits", f"sizes[{name!r}]", n, lo=0, hi=10 * SPLIT_SIZES["train"],
+                                    integer=True)
     rng = random.Random(seed)
     seen = set()
     out = {}

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from utils import DATA_DIR
+from utils import DATA_DIR, checks
 
 PASS_RATES_FILE = os.path.join(DATA_DIR, "scratchpad", "train_pass_rates.json")
 PASS_RATES_CONFIG = dict(model="rlvr-trace", n=16, seed=0, max_new_tokens=64, batch_size=1024)
@@ -25,19 +25,22 @@ def sweet_spot(rates, lo=0.3, hi=0.7):
             raise ValueError(f"sweet_spot: {name}={v!r} must be a number in [0, 1] (a pass rate)")
     if lo > hi:
         raise ValueError(f"sweet_spot: lo={lo} is above hi={hi}; the band is [lo, hi]")
-    rates = np.asarray(rates, dtype=float)
+    rates = checks.array("sweet_spot", "rates", rates, dims=1)
+    if rates.size == 0 or ((rates < 0) | (rates > 1)).any():
+        raise ValueError("sweet_spot: rates must be pass rates in [0, 1], at least one")
     keep = np.flatnonzero((rates >= lo) & (rates <= hi))
     if keep.size == 0:
-        raise ValueError(f"sweet_spot: no prompt has a pass rate in [{lo}, {hi}] (of {rates.size}); widen the band "
-                         f"or measure more prompts")
+        raise ValueError(f"sweet_spot: no prompt has a pass rate in [{lo}, {hi}] (none of the {rates.size} rates); "
+                         f"widen the band or measure more prompts")
     return keep
 
 
 def random_subset(n_total, size, seed=0):
     """`size` distinct indices of range(n_total), sorted, drawn with a seeded generator: the control for a
     curated set of the same size."""
-    if not 1 <= size <= n_total:
-        raise ValueError(f"random_subset: size={size} must be in 1..{n_total}")
+    n_total = checks.number("random_subset", "n_total", n_total, lo=1, hi=10**9, integer=True)
+    size = checks.number("random_subset", "size", size, lo=1, hi=n_total, integer=True)
+    seed = checks.number("random_subset", "seed", seed, lo=0, integer=True)
     return np.sort(np.random.default_rng(seed).choice(n_total, size, replace=False))
 
 
@@ -45,19 +48,21 @@ def curriculum(schedule, steps):
     """A schedule [(until_step, levels), ...] -> [steps] list: the difficulty levels a step draws from.
     Each phase runs from the previous phase's until_step (0 first) up to its own; the last must end exactly at
     `steps`, so that every step has a phase. E.g. curriculum([(20, [2]), (40, [2, 3]), (60, [2, 3, 4])], 60)."""
-    if not schedule:
-        raise ValueError("curriculum: the schedule is empty; give [(until_step, levels), ...]")
+    if isinstance(schedule, (str, bytes, dict)) or not isinstance(schedule, (list, tuple)) or not schedule:
+        raise ValueError(f"curriculum: schedule={checks._short(schedule)}; give a non-empty list "
+                         f"[(until_step, levels), ...]")
+    steps = checks.number("curriculum", "steps", steps, lo=1, integer=True)
     out, start = [], 0
     for i, phase in enumerate(schedule):
         try:
             until, levels = phase
         except (TypeError, ValueError):
-            raise ValueError(f"curriculum: phase {i} is {phase!r}, not (until_step, levels)") from None
+            raise ValueError(f"curriculum: schedule phase {i} is {phase!r}, not (until_step, levels)") from None
         if not isinstance(until, int) or isinstance(until, bool) or until <= start:
-            raise ValueError(f"curriculum: phase {i} ends at step {until!r}, which must be an integer after the "
-                             f"previous phase's end ({start})")
-        if not levels:
-            raise ValueError(f"curriculum: phase {i} has no levels")
+            raise ValueError(f"curriculum: schedule phase {i} ends at step {until!r}, which must be an integer "
+                             f"after the previous phase's end ({start})")
+        if isinstance(levels, (str, bytes)) or not hasattr(levels, "__len__") or not levels:
+            raise ValueError(f"curriculum: schedule phase {i} has no levels (a list of difficulty levels)")
         out += [list(levels)] * (until - start)
         start = until
     if start != steps:

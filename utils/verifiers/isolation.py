@@ -181,8 +181,8 @@ def launch(cfg, python, binds=(), memory_bytes=None):
     finally:
         if fd is not None:
             os.close(fd)
-        if group:
-            _remove_cgroup(group)
+        if group:  # its processes may still be leaving: removed now if they are gone, else at the next run
+            _remove_cgroup(group, tries=1)
 
 
 CGROUP_NAME = "rlvr-sandbox"

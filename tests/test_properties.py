@@ -1,0 +1,141 @@
+"""Property-based checks of the public API (hypothesis): for each public function below, one argument at a
+time is replaced by a random bad value (None, a string, NaN, inf, a negative or huge number, a bool, an empty
+or nested list, an object) while the others stay good. The call must then either succeed, with a result of
+the right kind, or raise ValueError or TypeError whose message names the argument: never an error from deep
+inside numpy or torch, never a silent NaN.
+
+The functions are those a learner or a lab calls directly without a model (the maths of the loss, pass@k,
+the health check, the task and curation helpers, the verifiers, the scaling fit, the cost model); GRPOConfig
+is checked field by field. Those that take a model (train_grpo, sample, evaluate) are checked by hand in
+tests/test_bad_input.py: each call there costs a model and a sampling pass.
+"""
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from utils.eval import health, metrics, scaling
+from utils.models import cost
+from utils.rl import grpo
+from utils.tasks import arithmetic as tasks
+from utils.tasks import curation
+from utils.verifiers import arithmetic as verifiers
+
+BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -0.5, 0, 10**30, True, False, [],
+                       [[1, 2], [3]], {}, {"a": 1}, object(), (1,), [None], ["a", "b"], [math.nan, 1.0]])
+T = lambda *v: torch.tensor(v, dtype=torch.float32)  # noqa: E731
+HIST = [dict(step=i + 1, reward_mean=0.5, group_reward_std=0.3, entropy=1.0, kl=0.01, zero_spread_frac=0.2,
+             truncated_frac=0.0) for i in range(6)]
+
+# fn, good keyword arguments, a check on a successful result
+CASES = {
+    "grpo.group_advantages": (grpo.group_advantages, dict(rewards=T(1, 0, 1, 1), group_size=2),
+                              lambda r: r.dim() == 1 and torch.isfinite(r).all()),
+    "grpo.zero_spread": (grpo.zero_spread, dict(rewards=T(1, 0, 1, 1), G=2), lambda r: r.dim() == 1),
+    "grpo.kl_k3": (grpo.kl_k3, dict(logp=T(-1, -2), ref_logp=T(-1.5, -2)), lambda r: (r >= 0).all()),
+    "grpo.aggregate": (grpo.aggregate, dict(per_token=torch.ones(2, 3), mask=torch.ones(2, 3)),
+                       lambda r: r.dim() == 0 and torch.isfinite(r)),
+    "grpo.policy_loss": (grpo.policy_loss, dict(logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3),
+                                                ref_logp=torch.zeros(2, 3), adv=T(1, -1), mask=torch.ones(2, 3)),
+                         lambda r: r.dim() == 0 and torch.isfinite(r)),
+    "grpo.high_entropy_mask": (grpo.high_entropy_mask, dict(entropy=torch.rand(2, 3), mask=torch.ones(2, 3),
+                                                            frac=0.5), lambda r: r.shape == (2, 3)),
+    "metrics.pass_at_k": (metrics.pass_at_k, dict(n=8, c=3, k=2), lambda r: 0 <= r <= 1),
+    "metrics.pass_at_k_table": (metrics.pass_at_k_table, dict(n=8, ks=[1, 2]), None),
+    "metrics.bootstrap_pass_at_k": (metrics.bootstrap_pass_at_k,
+                                    dict(correct=[3, 5], n=8, ks=[1, 2], n_boot=20), None),
+    "metrics.guess_rate": (metrics.guess_rate, dict(answer="42"), lambda r: 0 <= r <= 1),
+    "metrics.largest_k_under": (metrics.largest_k_under, dict(curve=[0.01, 0.02, 0.2], ks=[1, 2, 4]), None),
+    "metrics.compression_ratio": (metrics.compression_ratio, dict(before_1=0.3, before_k=0.8, after_1=0.5), None),
+    "health.health_check": (health.health_check, dict(history=HIST), lambda r: isinstance(r["ok"], bool)),
+    "health.summarize": (health.summarize, dict(history=HIST), lambda r: isinstance(r, dict)),
+    "health.expected_zero_spread": (health.expected_zero_spread, dict(p=0.3, group_size=8),
+                                    lambda r: 0 <= r <= 1),
+    "tasks.format_prompt": (tasks.format_prompt, dict(a=12, op="+", b=34),
+                            lambda r: isinstance(r, str) and r.endswith("=")),
+    "tasks.solve": (tasks.solve, dict(a=12, op="+", b=34), lambda r: isinstance(r, int)),
+    "tasks.make_splits": (tasks.make_splits, dict(seed=0, sizes={"train": 10, "test": 5}), None),
+    "curation.sweet_spot": (curation.sweet_spot, dict(rates=[0.1, 0.5, 0.9], lo=0.3, hi=0.7), None),
+    "curation.random_subset": (curation.random_subset, dict(n_total=10, size=3, seed=0), lambda r: len(r) == 3),
+    "curation.curriculum": (curation.curriculum, dict(schedule=[(2, [1]), (4, [1, 2])], steps=4),
+                            lambda r: len(r) == 4),
+    "scaling.fit_sigmoid": (scaling.fit_sigmoid, dict(C=[1.0, 2, 4, 8, 16, 32], R=[0.1, 0.2, 0.35, 0.5, 0.6, 0.62],
+                                                      R0=0.05, grid=8, rounds=1), None),
+    "cost.rate_from": (cost.rate_from, dict(seconds=2.0, flops=1e9), lambda r: r > 0),
+    "cost.predict_seconds": (cost.predict_seconds, dict(flops=1e9, rate=5e8), lambda r: r >= 0),
+}
+
+
+def _names_it(err, name):
+    return name in str(err)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_bad_arguments_fail_by_name(case, data):
+    fn, good, check = CASES[case]
+    name = data.draw(st.sampled_from(sorted(good)), label="argument")
+    bad = data.draw(BAD, label="value")
+    kwargs = dict(good, **{name: bad})
+    try:
+        out = fn(**kwargs)
+    except (ValueError, TypeError) as e:
+        assert _names_it(e, name), f"{case}({name}={bad!r}) raised {type(e).__name__} without naming {name}: {e}"
+        return
+    except Exception as e:  # noqa: BLE001 - the point: nothing else may come out
+        pytest.fail(f"{case}({name}={bad!r}) raised {type(e).__name__} from inside: {e}")
+    if check is not None:
+        assert check(out), f"{case}({name}={bad!r}) returned {out!r} without complaint"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_good_call_is_good(case):
+    """The baseline each property varies: the good arguments give a good result."""
+    fn, good, check = CASES[case]
+    out = fn(**good)
+    assert check is None or check(out), out
+
+
+VERIFIERS = [verifiers.strict_reward, verifiers.careful_reward, verifiers.last_number_reward,
+             verifiers.contains_reward, verifiers.last_digit_reward]
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(completions=st.one_of(BAD, st.lists(st.one_of(st.text(max_size=30), BAD), max_size=5)),
+       answer=st.one_of(BAD, st.lists(st.one_of(st.text(max_size=5), BAD), max_size=5)))
+def test_verifiers_give_one_score_per_completion_whatever_they_get(completions, answer):
+    """A verifier never raises: one float in [0, 1] per completion (a verifier judges what a model wrote, and
+    a model writes anything)."""
+    for fn in VERIFIERS:
+        out = fn(completions, answer)
+        n = len(completions) if isinstance(completions, list) else None
+        assert isinstance(out, list) and all(isinstance(x, float) and 0.0 <= x <= 1.0 for x in out), (fn, out)
+        assert n is None or len(out) == n, (fn.__name__, completions, out)
+
+
+FIELDS = {f: v for f, v in vars(grpo.GRPOConfig()).items()}
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(field=st.sampled_from(sorted(FIELDS)), bad=BAD)
+def test_config_fields_fail_by_name(field, bad):
+    """GRPOConfig: a bad value is refused with the field's name, or taken only where it is a valid value."""
+    try:
+        cfg = grpo.GRPOConfig(**{field: bad})
+    except (ValueError, TypeError) as e:
+        assert f"GRPOConfig.{field}" in str(e) or field in str(e), f"{field}={bad!r}: {e}"
+        return
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"GRPOConfig({field}={bad!r}) raised {type(e).__name__} from inside: {e}")
+    value, default = getattr(cfg, field), FIELDS[field]
+    assert not (isinstance(value, float) and not math.isfinite(value)), f"{field}={bad!r} was taken"
+    if isinstance(default, bool):
+        assert isinstance(value, bool), f"{field}={bad!r} became {value!r}"
+    elif isinstance(default, (int, float)):  # a number stays a number (0 for 0.0 is the same setting)
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{field}={bad!r} became {value!r}"
+    elif default is not None:
+        assert type(value) is type(default), f"{field}={bad!r} became {value!r}"
+
