@@ -19,11 +19,10 @@ def number(where, name, x, lo=None, hi=None, integer=False, lo_open=False, hi_op
         raise ValueError(f"{where}: {name}={_short(x)} must be {kind}{bounds}")
     if integer and not isinstance(x, numbers.Integral):  # 3.0 is not an integer argument (numpy's int64 is)
         raise ValueError(f"{where}: {name}={_short(x)} must be {kind}{bounds}")
-    x = int(x) if integer else float(x)
-    if not integer and not math.isfinite(x):
-        raise ValueError(f"{where}: {name}={x!r} must be {kind}{bounds}")
-    if (lo is not None and (x < lo or (lo_open and x == lo))) or (hi is not None and (x > hi or (hi_open and x == hi))):
-        raise ValueError(f"{where}: {name}={x!r} must be {kind}{bounds}")
+    given, x = x, int(x) if integer else float(x)
+    if (not integer and not math.isfinite(x)) or (lo is not None and (x < lo or (lo_open and x == lo))) or \
+            (hi is not None and (x > hi or (hi_open and x == hi))):
+        raise ValueError(f"{where}: {name}={_short(given)} must be {kind}{bounds}")
     return x
 
 
