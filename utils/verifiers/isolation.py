@@ -211,6 +211,10 @@ def memory_cgroup():
             if test:
                 _remove_cgroup(test)
                 found = parent
+                for left in os.listdir(parent):  # runs of processes that have died (killed, or no atexit)
+                    pid = left.split("-")[1] if left.startswith("run-") and left.count("-") == 2 else ""
+                    if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                        _remove_cgroup(os.path.join(parent, left), tries=1)
                 break
         except OSError:
             continue
