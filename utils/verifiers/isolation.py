@@ -185,6 +185,14 @@ def launch(cfg, python, binds=(), memory_bytes=None):
             _remove_cgroup(group, tries=1)
 
 
+def dead(pid):
+    """True if `pid` (an int or its digits, from a name we gave a folder) is a process that no longer runs
+    here (Linux's /proc says); False when it runs, is this process, or cannot be told."""
+    pid = str(pid)
+    return pid.isdigit() and int(pid) != os.getpid() and os.path.isdir("/proc/self") and \
+        not os.path.exists(f"/proc/{pid}")
+
+
 CGROUP_NAME = "rlvr-sandbox"
 _CGROUP = []   # [parent folder or None], found once
 _made = []     # the cgroups made here, for unique names
@@ -212,8 +220,7 @@ def memory_cgroup():
                 _remove_cgroup(test)
                 found = parent
                 for left in os.listdir(parent):  # runs of processes that have died (killed, or no atexit)
-                    pid = left.split("-")[1] if left.startswith("run-") and left.count("-") == 2 else ""
-                    if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                    if left.startswith("run-") and left.count("-") == 2 and dead(left.split("-")[1]):
                         _remove_cgroup(os.path.join(parent, left), tries=1)
                 break
         except OSError:
@@ -233,12 +240,15 @@ def _new_cgroup(memory_bytes, parent=None):
     try:
         os.mkdir(group)
         v1 = os.path.exists(os.path.join(group, "memory.limit_in_bytes"))
-        for name in (("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") if v1 else
-                     ("memory.max", "memory.swap.max")):
+        # v1: memory, then memory + swap at the same cap; v2: memory, and no swap (the swap file only where
+        # the kernel counts swap)
+        limits = ([("memory.limit_in_bytes", memory_bytes), ("memory.memsw.limit_in_bytes", memory_bytes)] if v1
+                  else [("memory.max", memory_bytes), ("memory.swap.max", 0)])
+        for i, (name, value) in enumerate(limits):
             path = os.path.join(group, name)
-            if os.path.exists(path) or name in ("memory.limit_in_bytes", "memory.max"):
+            if i == 0 or os.path.exists(path):
                 with open(path, "w") as f:
-                    f.write(str(int(memory_bytes) if "swap" not in name else 0 if not v1 else int(memory_bytes)))
+                    f.write(str(int(value)))
         return group
     except OSError:
         _remove_cgroup(group)

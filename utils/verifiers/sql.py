@@ -37,7 +37,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from utils import DATA_DIR
-from utils.verifiers.isolation import launch, readable_by, sandbox_config
+from utils.verifiers.isolation import dead, launch, readable_by, sandbox_config
 from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
@@ -234,9 +234,7 @@ def _sweep_copies():
     """Remove the database copies (behind a weaker wall, where the worker opens the copy by name) that a
     process which has since died left behind: killed, it could not remove its own."""
     for folder in glob.glob(os.path.join(tempfile.gettempdir(), COPY_PREFIX + "*_*")):
-        pid = os.path.basename(folder)[len(COPY_PREFIX):].split("_")[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}") and \
-                os.path.isdir("/proc/self"):
+        if dead(os.path.basename(folder)[len(COPY_PREFIX):].split("_")[0]):
             shutil.rmtree(folder, ignore_errors=True)
 
 
