@@ -147,7 +147,7 @@ def test_sample_restores_train_mode(shipped):
 
 def test_sample_bad_arguments(shipped):
     model, tok = shipped
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match="k=0 must be an integer >= 1"):
         sample(model, tok, ["1+2="], k=0)
     with pytest.raises(ValueError, match="temperature"):
         sample(model, tok, ["1+2="], temperature=-1)

@@ -6,8 +6,10 @@ inside numpy or torch, never a silent NaN.
 
 The functions are those a learner or a lab calls directly without a model (the maths of the loss, pass@k,
 the health check, the task and curation helpers, the verifiers, the scaling fit, the cost model); GRPOConfig
-is checked field by field. Those that take a model (train_grpo, sample, evaluate) are checked by hand in
-tests/test_bad_input.py: each call there costs a model and a sampling pass.
+is checked field by field. Those that take a model (sample, completion_logprobs, evaluate and the other
+sampling functions of utils/eval/metrics.py, train_grpo) get the same property, with BAD and the mistakes of
+a call with a model, in tests/test_properties_models.py (the shipped model loaded once); tests/test_bad_input.py
+checks chosen cases of them by hand, with the exact message each gives.
 """
 import math
 

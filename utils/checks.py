@@ -1,6 +1,7 @@
 """Argument checks where a public function's input enters: a bad value fails here, with the function's and
 the argument's names and what to pass instead, not deep inside numpy or torch (tests/test_properties.py
-tries random bad values on every public function that takes no model)."""
+tries random bad values on every public function that takes no model, tests/test_properties_models.py
+on those that take one)."""
 import math
 import numbers
 
@@ -71,6 +72,61 @@ def same_shape(where, **tensors):
     shapes = {k: tuple(v.shape) for k, v in tensors.items()}
     if len(set(shapes.values())) > 1:
         raise ValueError(f"{where}: " + ", ".join(f"{k} {s}" for k, s in shapes.items()) + " must have one shape")
+
+
+def strings(where, name, x):
+    """x as a list of non-empty strings, after checking: a list, tuple or other sequence of them, not empty.
+    One string alone is refused (it is not a list of one: list("12+34=") would be six prompts)."""
+    if isinstance(x, (str, bytes)):
+        raise ValueError(f"{where}: {name} must be a list of strings (one per problem), not one string "
+                         f"({_short(x)}): wrap a single one as [{_short(x)}]")
+    if isinstance(x, (dict, set)) or not hasattr(x, "__len__") or not hasattr(x, "__iter__"):
+        raise ValueError(f"{where}: {name} must be a non-empty list of strings, got {_short(x)}")
+    x = list(x)
+    if not x:
+        raise ValueError(f"{where}: {name} is empty: it must hold at least one string")
+    for i, s in enumerate(x):
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"{where}: {name}[{i}]={_short(s)} must be a non-empty string")
+    return x
+
+
+def sequence(where, name, x, length=None):
+    """x as a list, after checking: a list, tuple, array or other sequence (one string, a dict or a set is
+    not), of `length` entries when given (what it must line up with, e.g. one answer per prompt)."""
+    if isinstance(x, (str, bytes, dict, set)) or not hasattr(x, "__len__") or not hasattr(x, "__iter__"):
+        raise ValueError(f"{where}: {name} must be a list (one entry per problem), got {_short(x)}")
+    x = list(x)
+    if length is not None and len(x) != length:
+        raise ValueError(f"{where}: {name} has {len(x)} entries and must have {length} (one per prompt)")
+    return x
+
+
+def model(where, name, m):
+    """m after checking that it is a torch model (torch.nn.Module): a tokenizer, a name or None in its place
+    fails here, naming the argument (load_policy returns (model, tokenizer), in that order)."""
+    import torch
+    if not isinstance(m, torch.nn.Module):
+        raise ValueError(f"{where}: {name} must be a torch model (load_policy returns (model, tokenizer)), "
+                         f"got {_short(m)}")
+    return m
+
+
+def tokenizer(where, name, tok):
+    """tok after checking that it is a tokenizer (it encodes when called and has decode and pad_token_id)."""
+    import torch
+    if isinstance(tok, torch.nn.Module) or not callable(tok) or not hasattr(tok, "decode") or \
+            not hasattr(tok, "pad_token_id"):
+        raise ValueError(f"{where}: {name} must be a tokenizer (load_policy returns (model, tokenizer)), "
+                         f"got {_short(tok)}")
+    return tok
+
+
+def function(where, name, fn, none=False):
+    """fn after checking that it can be called (or is None, with none=True)."""
+    if not (callable(fn) or (none and fn is None)):
+        raise ValueError(f"{where}: {name} must be a function{' or None' if none else ''}, got {_short(fn)}")
+    return fn
 
 
 def _short(x, n=60):

@@ -7,7 +7,8 @@ import numpy as np
 import torch
 
 from utils import checks
-from utils.models.policy import completion_logprobs, encode_prompts, sample
+from utils.models.policy import completion_logprobs, encode_prompts, fits, positions, sample
+from utils.rl.rollout import checked
 from utils.verifiers.arithmetic import strict_reward
 
 
@@ -33,6 +34,11 @@ def sample_in_batches(model, tokenizer, prompts, k=1, temperature=1.0, max_new_t
     """The one sampling path of every evaluation: k completions per prompt, about batch_size rows at a
     time, from one generator seeded with `seed`, so the same arguments give the same samples whoever
     asks. Yields (start, rollout): rollout holds the completions of prompts[start : start + its prompts]."""
+    where = "sample_in_batches"
+    prompts = checks.strings(where, "prompts", prompts)
+    k = checks.number(where, "k", k, lo=1, hi=100_000, integer=True)
+    seed = checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True)
+    batch_size = checks.number(where, "batch_size", batch_size, lo=1, integer=True)
     g = torch.Generator().manual_seed(seed)
     prompts, per = list(prompts), max(1, batch_size // k)
     for i in range(0, len(prompts), per):
@@ -54,16 +60,18 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
     """
     if isinstance(prompts, str) or isinstance(answers, str):
         raise ValueError("evaluate: prompts and answers must be lists (one entry per problem), not one string")
-    prompts, answers = list(prompts), list(answers)
+    prompts, answers = checks.sequence("evaluate", "prompts", prompts), checks.sequence("evaluate", "answers", answers)
     if not prompts or len(prompts) != len(answers):
         raise ValueError(f"evaluate needs one answer per prompt and at least one prompt (got {len(prompts)} prompts, "
                          f"{len(answers)} answers)")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"evaluate: k={k!r} must be an integer >= 1 (samples per prompt)")
+    checks.function("evaluate", "reward_fn", reward_fn)
     texts, rewards, ent_sum, tok_sum = [], [], 0.0, 0.0
     for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
         texts += r.texts
-        rewards += reward_fn(r.texts, [a for a in answers[i : i + len(r.texts) // k] for _ in range(k)])
+        rewards += checked(reward_fn, "reward_fn", r.texts,
+                           [a for a in answers[i : i + len(r.texts) // k] for _ in range(k)], {})
         if entropy:
             _, ent = completion_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
                                          r.completion_mask, temperature)                  # [N, T]
@@ -105,13 +113,21 @@ HELDOUT_SEED = 12345  # every training-time evaluation samples from this seed: s
 def eval_sets_of(eval_prompts=None, eval_answers=None, eval_sets=None):
     """The held-out sets a trainer evaluates, as {name: (prompts, answers)}: eval_prompts/eval_answers
     first, under the name "heldout", then eval_sets. Raises ValueError on a malformed set."""
+    if eval_sets is not None and not isinstance(eval_sets, dict):
+        raise ValueError(f"eval_sets must be a dict {{name: (prompts, answers)}} or None, got "
+                         f"{checks._short(eval_sets)}")
     eval_sets = dict(eval_sets or {})
     for name, pair in eval_sets.items():
         if name == "heldout" or not (isinstance(pair, (tuple, list)) and len(pair) == 2
-                                     and len(pair[0]) == len(pair[1]) > 0):
+                                     and not isinstance(pair[0], (str, bytes)) and hasattr(pair[0], "__len__")
+                                     and hasattr(pair[1], "__len__") and len(pair[0]) == len(pair[1]) > 0):
             raise ValueError(f"eval_sets[{name!r}] must be a (prompts, answers) pair of equal, non-zero length, "
                              f"under a name other than 'heldout' (that is eval_prompts/eval_answers)")
+        checks.strings("eval_sets_of", f"eval_sets[{name!r}] prompts", pair[0])
     if eval_prompts is not None:
+        checks.strings("eval_sets_of", "eval_prompts", eval_prompts)
+        if eval_answers is not None:
+            checks.sequence("eval_sets_of", "eval_answers", eval_answers)
         if eval_answers is None or len(eval_prompts) != len(eval_answers) or not len(eval_prompts):
             raise ValueError("eval_prompts and eval_answers must be given together, non-empty, of equal length")
         eval_sets = {"heldout": (eval_prompts, eval_answers), **eval_sets}
@@ -132,15 +148,38 @@ def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, tempe
     traces: traces.outcome_reward) on its first n prompts, one sample each, seed HELDOUT_SEED, as
     "<name>_pass@1"; for the set named "heldout", also every eval_rewards {name: reward_fn} score of
     the same samples, as "heldout_<name>" (Lab 02: proxy reward vs true accuracy)."""
+    where = "heldout_metrics"
+    checks.model(where, "model", model)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    n = checks.number(where, "n", n, lo=1, integer=True)
+    max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
+    checks.function(where, "correct_fn", correct_fn, none=True)
+    if eval_rewards is not None and not isinstance(eval_rewards, dict):
+        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
+                         f"{checks._short(eval_rewards)}")
+    for r_name, fn in (eval_rewards or {}).items():
+        checks.function(where, f"eval_rewards[{r_name!r}]", fn)
+    if not isinstance(eval_sets, dict):
+        raise ValueError(f"{where}: eval_sets must be a dict {{name: (prompts, answers)}}, got "
+                         f"{checks._short(eval_sets)}")
+    sets = {}
+    for name, pair in eval_sets.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise ValueError(f"{where}: eval_sets[{name!r}] must be a (prompts, answers) pair, got "
+                             f"{checks._short(pair)}")
+        ps = checks.strings(where, f"eval_sets[{name!r}] prompts", pair[0])
+        sets[name] = ps[:n], checks.sequence(where, f"eval_sets[{name!r}] answers", pair[1], len(ps))[:n]
+        fits(where, f"eval_sets[{name!r}] prompts", model, tokenizer, sets[name][0], max_new_tokens)
+    judge = correct_fn or strict_reward
     out = {}
-    for name, (ps, ys) in eval_sets.items():
-        ans = list(ys)[:n]
-        ev = evaluate(model, tokenizer, list(ps)[:n], ans, k=1, temperature=temperature,
-                      max_new_tokens=max_new_tokens, seed=HELDOUT_SEED, reward_fn=correct_fn or strict_reward)
+    for name, (ps, ans) in sets.items():
+        ev = evaluate(model, tokenizer, ps, ans, k=1, temperature=temperature, max_new_tokens=max_new_tokens,
+                      seed=HELDOUT_SEED, reward_fn=lambda c, a, **kw: checked(judge, "correct_fn", c, a, kw))
         out[f"{name}_pass@1"] = ev["pass@1"]
         if name == "heldout":
             for r_name, fn in (eval_rewards or {}).items():
-                out[f"heldout_{r_name}"] = float(np.mean(fn(ev["texts"], ans)))
+                out[f"heldout_{r_name}"] = float(np.mean(checked(fn, f"eval_rewards[{r_name!r}]", ev["texts"], ans,
+                                                                 {})))
     return out
 
 
@@ -161,7 +200,11 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
     """log p(answer + EOS | prompt) under the sampling distribution at `temperature`, per prompt:
     np.array [P] (nats, <= 0). A continuous view of accuracy that still moves where sampled accuracy
     sits at the floor (Lab 04's OOD split)."""
-    prompts, answers = list(prompts), [str(a) for a in answers]
+    checks.model("answer_logprob", "model", model)
+    checks.tokenizer("answer_logprob", "tokenizer", tokenizer)
+    prompts = checks.strings("answer_logprob", "prompts", prompts)
+    answers = [str(a) for a in checks.sequence("answer_logprob", "answers", answers)]
+    batch_size = checks.number("answer_logprob", "batch_size", batch_size, lo=1, integer=True)
     if len(prompts) != len(answers):
         raise ValueError(f"prompts and answers differ in length ({len(prompts)} vs {len(answers)})")
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
@@ -171,6 +214,10 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
         p_ids, p_mask = encode_prompts(tokenizer, prompts[i:i + batch_size], dev)           # [B, P]
         rows = [tokenizer.encode(a, add_special_tokens=False) + [eos] for a in answers[i:i + batch_size]]
         T = max(len(r) for r in rows)
+        if positions(model) and p_ids.shape[1] + T > positions(model):
+            raise ValueError(f"answer_logprob: the longest of prompts ({p_ids.shape[1]} tokens) plus the longest of "
+                             f"answers with EOS ({T}) needs {p_ids.shape[1] + T} positions and the model has "
+                             f"{positions(model)}: shorten them")
         c_ids = torch.tensor([r + [pad] * (T - len(r)) for r in rows], device=dev)            # [B, T]
         c_mask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for r in rows], device=dev) # [B, T]
         logp, _ = completion_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature)      # [B, T]
@@ -290,6 +337,17 @@ def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tok
     """The share of n samples (temperature 1, seeded) that correct_fn judges right (>= 1.0), per prompt:
     a float array [len(prompts)]. correct_fn has the verifier signature (completions, answer, **columns);
     columns {name: list aligned with prompts} are passed to it, one value per completion."""
+    prompts = checks.strings("pass_rates", "prompts", prompts)
+    answers = checks.sequence("pass_rates", "answers", answers)
+    checks.function("pass_rates", "correct_fn", correct_fn)
+    n = checks.number("pass_rates", "n", n, lo=1, hi=100_000, integer=True)
+    if columns is not None and not isinstance(columns, dict):
+        raise ValueError(f"pass_rates: columns must be a dict {{name: list aligned with prompts}} or None, got "
+                         f"{checks._short(columns)}")
+    for name, col in (columns or {}).items():
+        if name in ("completions", "answer"):
+            raise ValueError("pass_rates: columns must be named other than 'completions' and 'answer'")
+        checks.sequence("pass_rates", f"columns[{name!r}]", col, len(prompts))
     if n < 1 or not len(prompts) or len(prompts) != len(answers):
         raise ValueError(f"pass_rates needs n >= 1 and prompts and answers of one non-zero length (got n={n}, "
                          f"{len(prompts)} prompts, {len(answers)} answers)")
@@ -300,7 +358,7 @@ def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tok
         m = len(ro.texts) // n
         ans = [answers[i + j // n] for j in range(m * n)]
         extra = {c: [col[i + j // n] for j in range(m * n)] for c, col in columns.items()}
-        right = np.array(correct_fn(ro.texts, ans, **extra)) >= 1.0   # [m * n]
+        right = np.array(checked(correct_fn, "correct_fn", ro.texts, ans, extra)) >= 1.0   # [m * n]
         out[i:i + m] = right.reshape(m, n).mean(1)
     return out
 

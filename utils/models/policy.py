@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
+from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES, checks
 from utils.models import decode
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
@@ -161,6 +161,25 @@ def encode_prompts(tokenizer, prompts, device="cpu"):
     return enc["input_ids"].to(device), enc["attention_mask"].to(device)
 
 
+def positions(model):
+    """How many positions (prompt + completion tokens) the model has, or None if its config does not say."""
+    mc = getattr(model, "config", None)
+    return getattr(mc, "n_positions", None) or getattr(mc, "max_position_embeddings", None)
+
+
+def fits(where, name, model, tokenizer, prompts, max_new_tokens):
+    """ValueError naming `name` (the prompts' argument) unless the longest of prompts plus max_new_tokens fits
+    the model's positions: checked before a run, so that a held-out set that cannot be sampled fails at the start,
+    not at the first evaluation."""
+    limit = positions(model)
+    if limit and prompts:
+        P = encode_prompts(tokenizer, prompts)[0].shape[1]
+        if P + max_new_tokens > limit:
+            raise ValueError(f"{where}: the longest of {name} ({P} tokens) plus max_new_tokens={max_new_tokens} needs "
+                             f"{P + max_new_tokens} positions and the model has {limit}: shorten them or lower "
+                             f"max_new_tokens")
+
+
 def _hf_steps(model, ids, mask):
     """Generator: yields logits [N, V] for the next token; is sent the sampled tokens [N]. transformers' forward
     with its KV cache (any causal LM)."""
@@ -211,16 +230,19 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
 
     temperature 0 means greedy. Returns a Rollout with N = len(prompts) * k rows.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
+    checks.model("sample", "model", model)
+    checks.tokenizer("sample", "tokenizer", tokenizer)
+    prompts = checks.strings("sample", "prompts", prompts)
+    k = checks.number("sample", "k", k, lo=1, hi=100_000, integer=True)
+    temperature = checks.number("sample", "temperature", temperature, lo=0)  # 0 = greedy
+    max_new_tokens = checks.number("sample", "max_new_tokens", max_new_tokens, lo=1, integer=True)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"sample: generator must be a torch.Generator or None, got {checks._short(generator)}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     ids, mask = encode_prompts(tokenizer, prompts, device)
-    mc = getattr(model, "config", None)
-    limit = getattr(mc, "n_positions", None) or getattr(mc, "max_position_embeddings", None)
+    limit = positions(model)
     if limit and ids.shape[1] + max_new_tokens > limit:
         raise ValueError(f"the longest prompt ({ids.shape[1]} tokens) plus max_new_tokens={max_new_tokens} needs "
                          f"{ids.shape[1] + max_new_tokens} positions and the model has {limit}: shorten the prompts "
@@ -283,6 +305,33 @@ def _dropping_out(model):
     return model.training and any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
+def _check_rows(model, prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """completion_logprobs' input checked where it enters (ValueError naming the argument): a model, and four
+    2-D tensors of one row count, each mask the shape of its ids, the ids integers the model has embeddings for."""
+    where = "completion_logprobs"
+    checks.model(where, "model", model)
+    ids = dict(prompt_ids=prompt_ids, prompt_mask=prompt_mask, completion_ids=completion_ids,
+               completion_mask=completion_mask)
+    for name, x in ids.items():
+        if not isinstance(x, torch.Tensor) or x.dim() != 2:
+            raise ValueError(f"{where}: {name} must be a 2-D tensor [N, P] or [N, T] (a Rollout's field), got "
+                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else checks._short(x)}")
+    checks.same_shape(where, prompt_ids=prompt_ids, prompt_mask=prompt_mask)
+    checks.same_shape(where, completion_ids=completion_ids, completion_mask=completion_mask)
+    if prompt_ids.shape[0] != completion_ids.shape[0]:
+        raise ValueError(f"{where}: prompt_ids has {prompt_ids.shape[0]} rows and completion_ids "
+                         f"{completion_ids.shape[0]}: one prompt row per completion")
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    V = getattr(emb, "num_embeddings", None)
+    for name in ("prompt_ids", "completion_ids"):
+        x = ids[name]
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise ValueError(f"{where}: {name} must hold token ids (an integer tensor), got {x.dtype}")
+        if x.numel() and (x.min() < 0 or (V is not None and x.max() >= V)):
+            raise ValueError(f"{where}: {name} holds ids outside the model's vocabulary 0..{V - 1 if V else '?'} "
+                             f"(min {int(x.min())}, max {int(x.max())})")
+
+
 def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature=1.0,
                         entropy_grad=False):
     """Per-token log-probs and entropies of the completion tokens, in one forward pass.
@@ -292,6 +341,10 @@ def completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completi
     Entropy is of the full next-token distribution (nats) at each completion position; it carries
     a gradient only with entropy_grad=True (an entropy bonus in the loss needs one).
     """
+    _check_rows(model, prompt_ids, prompt_mask, completion_ids, completion_mask)
+    temperature = checks.number("completion_logprobs", "temperature", temperature, lo=0)
+    if not isinstance(entropy_grad, bool):
+        raise ValueError(f"completion_logprobs: entropy_grad={checks._short(entropy_grad)} must be True or False")
     if decode.supports(model) and not _dropping_out(model):  # each distinct prompt computed once (decode.py)
         logits = decode.completion_logits(model, prompt_ids, prompt_mask, position_ids_from_mask(prompt_mask),
                                           completion_ids).float()  # [N, T, V]

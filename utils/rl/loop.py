@@ -9,9 +9,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from utils import checks
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
-from utils.models.policy import completion_logprobs, masked_mean
-from utils.rl.grpo import group_advantages, high_entropy_mask, loss_stats, policy_loss, zero_spread
+from utils.models.policy import completion_logprobs, fits, masked_mean
+from utils.rl.grpo import GRPOConfig, group_advantages, high_entropy_mask, loss_stats, policy_loss, zero_spread
 from utils.rl.rollout import GroupRollout
 
 
@@ -33,8 +34,14 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     after each step; a dict it returns joins the record.
     Stops after cfg.steps, or once cfg.max_completions completions were sampled or cfg.max_seconds passed.
     """
+    if not isinstance(cfg, GRPOConfig):
+        raise ValueError(f"train_grpo: cfg must be a GRPOConfig, got {checks._short(cfg)}")
     cfg.validate()
+    _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn, rollout)
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
+    for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
+        fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
+             list(ps)[:cfg.eval_n], cfg.max_new_tokens)
     torch.manual_seed(cfg.seed)
     draw = (rollout or GroupRollout()).start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
     if ref is None and (cfg.beta > 0 or cfg.track_kl):  # frozen reference: the policy before training
@@ -52,7 +59,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         for step in range(cfg.steps):
             b = draw(step)                                                          # 1-2. sample, reward
             ro, device = b.ro, b.ro.completion_ids.device
-            adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline).to(device)  # 3. [N]
+            adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline)  # 3. [N]
+            if not isinstance(adv, torch.Tensor) or adv.shape != b.rewards.shape:
+                raise ValueError(f"train_grpo: advantage_fn must return a tensor of one advantage per completion "
+                                 f"{tuple(b.rewards.shape)}, got {checks._short(adv)}")
+            adv = adv.to(device)
             ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
             for _ in range(cfg.updates_per_batch):                                  # 4. update
                 loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
@@ -66,7 +77,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
                                                cfg.temperature, cfg.max_new_tokens, correct_fn))
             rec["seconds"] = time.time() - clock.t0
             if callback:
-                rec.update(callback(policy, rec) or {})
+                extra = callback(policy, rec)
+                if extra and not isinstance(extra, dict):
+                    raise ValueError(f"train_grpo: callback must return a dict (it joins the step's record) or None, "
+                                     f"got {checks._short(extra)}")
+                rec.update(extra or {})
             history.append(rec)
             bar.set_postfix(reward=f"{rec['reward_mean']:.2f}", ent=f"{rec['entropy']:.2f}", refresh=False)
             bar.update(1)
@@ -77,6 +92,28 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
                 bar.update(step + 1)
                 break
     return history
+
+
+def _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn,
+                rollout):
+    """train_grpo's arguments checked before any training: ValueError naming the one to fix."""
+    where = "train_grpo"
+    checks.model(where, "policy", policy)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    if ref is not None:
+        checks.model(where, "ref", ref)
+    for name, fn in (("reward_fn", reward_fn), ("loss_fn", loss_fn), ("advantage_fn", advantage_fn)):
+        checks.function(where, name, fn)
+    for name, fn in (("correct_fn", correct_fn), ("callback", callback)):
+        checks.function(where, name, fn, none=True)
+    if eval_rewards is not None and not isinstance(eval_rewards, dict):
+        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
+                         f"{checks._short(eval_rewards)}")
+    for name, fn in (eval_rewards or {}).items():
+        checks.function(where, f"eval_rewards[{name!r}]", fn)
+    if rollout is not None and (isinstance(rollout, type) or not callable(getattr(rollout, "start", None))):
+        raise ValueError(f"{where}: rollout must be None or an object with a start() method (utils/rl/rollout.py: "
+                         f"GroupRollout(), an instance), got {checks._short(rollout)}")
 
 
 @contextlib.contextmanager
@@ -149,6 +186,9 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     mask = high_entropy_mask(ent.detach(), mask, cfg.top_entropy_frac)                  # [N, T]
     loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
                    cfg.loss_type, cfg.max_new_tokens)
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError(f"train_grpo: loss_fn must return the loss as one number (a 0-dim tensor), got "
+                         f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else checks._short(loss)}")
     if cfg.entropy_coef > 0:
         loss = loss - cfg.entropy_coef * masked_mean(ent, own)
     if not torch.isfinite(loss):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from utils import checks
 from utils.models.policy import Rollout, concat_rollouts, sample, select_rows
 from utils.rl.grpo import zero_spread
 
@@ -65,7 +66,8 @@ class GroupRollout:
             if isinstance(v, (str, bytes)):
                 raise ValueError(f"{name} must be a list (one entry per problem), not one string ({v[:40]!r}): "
                                  f"wrap a single one as [{name[:-1]}]")
-        prompts, answers = list(prompts), list(answers)
+        prompts, answers = checks.sequence("GroupRollout.start", "prompts", prompts), \
+            checks.sequence("GroupRollout.start", "answers", answers)
         if not prompts or len(prompts) != len(answers):
             raise ValueError(f"prompts and answers must be non-empty and the same length "
                              f"(got {len(prompts)} and {len(answers)})")

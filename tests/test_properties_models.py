@@ -1,0 +1,239 @@
+"""Property-based checks of the public functions that take a model (hypothesis), as tests/test_properties.py
+does for those that take none: for each function below, one argument at a time is replaced by a random bad
+value (test_properties.BAD, plus the mistakes of this kind of call: one string for a list of prompts, a
+prompt longer than the model's 32 positions, answers of another length, k=0, a NaN or negative temperature,
+max_new_tokens 0 or past the model's positions, the tokenizer and the model swapped, a reward function
+that returns None, NaN, text or the wrong count, a GRPOConfig changed after it was built so that batch_size
+is not a multiple of group_size) while the others stay good. The call must then either succeed, with a
+result of the right kind (a Rollout of len(prompts) * k rows, finite numbers), or raise ValueError or
+TypeError whose message names the argument (for a config, GRPOConfig or the field).
+
+The shipped model (4 layers, 128 wide) is loaded once; each call samples a few tokens of one or two prompts
+and train_grpo trains one step of four completions, so the file runs in well under a minute on two cores.
+"""
+import copy
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.test_properties import BAD
+from utils.eval import metrics
+from utils.models import policy as pol
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.rl.rollout import GroupRollout
+from utils.verifiers.arithmetic import strict_reward
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The shipped model and tokenizer, on one torch thread while this module runs: its products are 128 wide, so
+    one thread is as fast as two, and two spin on each other when another process holds a core (measured: 270 s
+    for this file at two threads beside a busy notebook kernel, 17 s at one)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    policy, tok = pol.load_policy("rlvr-base")
+    yield policy.eval(), tok
+    torch.set_num_threads(threads)
+
+
+PROMPTS, ANSWERS = ["12+34=", "5+6="], ["46", "11"]
+LONG = "1" * 40 + "+1="  # past the model's 32 positions
+
+
+def returning(value):
+    """A reward function (TRL's signature) that gives `value` for its last completion, 1.0 for the others;
+    value "count" returns one score too few."""
+    def bad_reward(completions, answer, **kw):
+        out = [1.0] * len(completions)
+        if value == "count":
+            return out[1:]
+        out[-1] = value
+        return out
+    return bad_reward
+
+
+def _cfg(**over):
+    return GRPOConfig(**dict(dict(steps=1, batch_size=4, group_size=2, max_new_tokens=4, eval_every=0, eval_n=2,
+                                  seed=0), **over))
+
+
+def _indivisible():
+    """A config whose batch_size stopped being a multiple of group_size after it was built."""
+    cfg = _cfg()
+    cfg.batch_size = 5
+    return cfg
+
+
+def _rollout(model):
+    policy, tok = model
+    return pol.sample(policy, tok, PROMPTS, k=2, max_new_tokens=4, generator=torch.Generator().manual_seed(0))
+
+
+# the mistakes of a call with a model, per argument name (BAD is tried on every argument as well)
+REWARD_BAD = [returning(None), returning(math.nan), returning(math.inf), returning("1"), returning("count"),
+              lambda c, a, **kw: None, lambda c, a, **kw: "1.0", lambda c, a, **kw: [[1.0]] * len(c), strict_reward]
+EXTRA = {
+    "model": ["TOK"], "tokenizer": ["MODEL"], "policy": ["TOK"], "ref": ["TOK"],
+    "prompts": ["12+34=", [LONG], [LONG] * 2, [], [None], [12, 34], ("12+34=", "5+6="), [PROMPTS]],
+    "answers": ["46", ["46"], ANSWERS * 2, [46, 11], [None, None], []],
+    "k": [0, -1, 2.5, np.int64(2), 10**6 + 1, 3],
+    "n": [0, -1, 2.5, np.int64(2), 1],
+    "temperature": [math.nan, -1.0, 0, 0.0, math.inf, 1e-30, 1e30, np.float32(0.7)],
+    "max_new_tokens": [0, 10**6, 3.0, 1, 30],
+    "generator": [torch.Generator().manual_seed(1), 0, "gen"],
+    "seed": [-1, 2**64, 1.5, np.int64(3), 2**63 - 1],
+    "batch_size": [0, 1, -1, 1.0, 10**9],
+    "reward_fn": REWARD_BAD, "correct_fn": REWARD_BAD,
+    "eval_rewards": [{"proxy": r} for r in REWARD_BAD[:5]] + [{"proxy": "x"}, ["proxy"]],
+    "eval_sets": [{"x": (["1+1="], [])}, {"heldout": (["1+1="], ["2"])}, {"x": "ab"}, {"x": ("1+1=", "2")},
+                  {"x": ([LONG], ["2"])}, {"x": (["1+1="], ["2"])}],
+    "eval_prompts": ["1+1=", [], [LONG], ["1+1=", "2+2="]],
+    "eval_answers": ["2", [], ["2", "4"]],
+    "cfg": [_indivisible(), {"steps": 1}, _cfg(max_new_tokens=40)],
+    "columns": [{"a": [1]}, {"answer": [1, 2]}, {"a": "xy"}, ["a"], {"a": [1, 2]}],
+    "prompt_ids": ["IDS1D", "IDS_FLOAT", "IDS_OOV", "IDS_SHORT"], "completion_ids": ["IDS1D", "IDS_FLOAT", "IDS_OOV",
+                                                                                      "IDS_SHORT"],
+    "prompt_mask": ["IDS1D", "IDS_SHORT"], "completion_mask": ["IDS1D", "IDS_SHORT"],
+    "callback": [lambda p, r: "x", lambda p, r: {"extra": 1}, lambda p, r: 1],
+    "loss_fn": [lambda *a: None, lambda logp, *a: logp, lambda *a: "x"],
+    "advantage_fn": [lambda r, *a: None, lambda r, *a: r[:1], lambda r, *a: "x"],
+    "rollout": [GroupRollout(), "GroupRollout", GroupRollout],
+}
+
+
+def _finite(x):
+    return isinstance(x, float) and math.isfinite(x)
+
+
+def _sample_ok(out, kw):
+    prompts = kw["prompts"]
+    return isinstance(out, pol.Rollout) and len(out.texts) == len(prompts) * kw["k"] == out.completion_ids.shape[0] \
+        and all(isinstance(t, str) for t in out.texts) and torch.isfinite(out.logprobs).all()
+
+
+def _evaluate_ok(out, kw):
+    n = len(kw["prompts"])
+    return isinstance(out, dict) and _finite(out["pass@1"]) and 0 <= out["pass@1"] <= 1 and len(out["correct"]) == n \
+        and len(out["texts"]) == n * kw["k"] and all(_finite(float(v)) for k, v in out.items() if k.startswith("pass@"))
+
+
+def _logprobs_ok(out, kw):
+    logp, ent = out
+    return logp.shape == ent.shape == kw["completion_ids"].shape and torch.isfinite(logp).all() and \
+        torch.isfinite(ent).all() and (logp <= 0).all()
+
+
+def _in_batches(model, tokenizer, **kw):
+    return list(metrics.sample_in_batches(model, tokenizer, **kw))
+
+
+def _batches_ok(out, kw):
+    return sum(len(r.texts) for _, r in out) == len(kw["prompts"]) * kw["k"] and \
+        all(isinstance(i, int) for i, _ in out)
+
+
+def _train(policy, tokenizer, **kw):
+    """train_grpo on a copy of the model (it trains in place)."""
+    return train_grpo(copy.deepcopy(policy) if isinstance(policy, torch.nn.Module) else policy, tokenizer, **kw)
+
+
+def _train_ok(out, kw):
+    return isinstance(out, list) and len(out) == 1 and \
+        all(_finite(out[0][k]) for k in ("reward_mean", "loss", "entropy"))
+
+
+# fn, good keyword arguments (MODEL, TOK and the IDS names stand for the fixture's model and a rollout's
+# tensors), a check on a successful result
+CASES = {
+    "policy.sample": (pol.sample, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2, temperature=1.0,
+                                       max_new_tokens=4, generator=None), _sample_ok),
+    "policy.completion_logprobs": (pol.completion_logprobs, dict(
+        model="MODEL", prompt_ids="prompt_ids", prompt_mask="prompt_mask", completion_ids="completion_ids",
+        completion_mask="completion_mask", temperature=1.0, entropy_grad=False), _logprobs_ok),
+    "metrics.evaluate": (metrics.evaluate, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
+                                                k=2, temperature=1.0, max_new_tokens=4, reward_fn=strict_reward, seed=0,
+                                                batch_size=2048, entropy=True), _evaluate_ok),
+    "metrics.sample_in_batches": (_in_batches, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2,
+                                                    temperature=1.0, max_new_tokens=4, seed=0, batch_size=2),
+                                  _batches_ok),
+    "metrics.policy_report": (metrics.policy_report, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS,
+                                                          answers=ANSWERS, k=2, temperature=1.0, max_new_tokens=4,
+                                                          seed=0, batch_size=2048),
+                              lambda r, kw: all(_finite(v) for v in r.values())),
+    "metrics.heldout_metrics": (metrics.heldout_metrics, dict(
+        model="MODEL", tokenizer="TOK", eval_sets={"heldout": (PROMPTS, ANSWERS)},
+        eval_rewards={"proxy": strict_reward}, n=2, temperature=1.0, max_new_tokens=4, correct_fn=None),
+        lambda r, kw: isinstance(r, dict) and all(_finite(v) and 0 <= v <= 1 for v in r.values())),
+    "metrics.answer_distribution": (metrics.answer_distribution, dict(
+        model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2, temperature=1.0, max_new_tokens=4, seed=0,
+        batch_size=2048), lambda r, kw: len(r) == len(kw["prompts"]) and all(sum(c.values()) == kw["k"] for c in r)),
+    "metrics.answer_logprob": (metrics.answer_logprob, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS,
+                                                            answers=ANSWERS, temperature=1.0, batch_size=512),
+                               lambda r, kw: r.shape == (len(kw["prompts"]),) and np.isfinite(r).all() and
+                               (r <= 0).all()),
+    "metrics.pass_rates": (metrics.pass_rates, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
+                                                    correct_fn=strict_reward, n=2, max_new_tokens=4, seed=0,
+                                                    columns=None, batch_size=1024),
+                           lambda r, kw: r.shape == (len(kw["prompts"]),) and ((r >= 0) & (r <= 1)).all()),
+    "loop.train_grpo": (_train, dict(policy="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
+                                     reward_fn=strict_reward, cfg=_cfg(), eval_prompts=["1+1="], eval_answers=["2"],
+                                     ref=None, callback=None, eval_rewards=None, eval_sets=None, correct_fn=None,
+                                     rollout=None, progress=False), _train_ok),
+}
+# loss_fn and advantage_fn keep their defaults in the good call
+ARGS = [(case, name) for case in sorted(CASES) for name in sorted(CASES[case][1])] + \
+    [("loop.train_grpo", "loss_fn"), ("loop.train_grpo", "advantage_fn")]
+
+
+def _resolve(value, model, ro):
+    """The stand-ins of CASES and EXTRA made real: the model, the tokenizer, a rollout's tensors or bad ones."""
+    if not isinstance(value, str):
+        return value
+    policy, tok = model
+    return {"MODEL": policy, "TOK": tok, "prompt_ids": ro.prompt_ids, "prompt_mask": ro.prompt_mask,
+            "completion_ids": ro.completion_ids, "completion_mask": ro.completion_mask,
+            "IDS1D": ro.completion_ids[0], "IDS_FLOAT": ro.completion_ids.float() + 0.5,
+            "IDS_OOV": ro.completion_ids + 1000, "IDS_SHORT": ro.completion_ids[:1]}.get(value, value)
+
+
+FIELDS = sorted(vars(GRPOConfig()))
+
+
+def _names_it(err, name):
+    """The message names the argument as a word (a config: GRPOConfig or its field; a model's pair: either)."""
+    text = str(err)
+    names = {"cfg": ["cfg", "GRPOConfig", *FIELDS], "policy": ["policy", "model"]}.get(name, [name])
+    return any(re.search(rf"(?<![A-Za-z_]){re.escape(n)}(?![A-Za-z_])", text) for n in names)
+
+
+@pytest.mark.parametrize("case, name", ARGS)
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bad_arguments_fail_by_name(model, case, name, data):
+    fn, good, check = CASES[case]
+    ro = _rollout(model)
+    bad = data.draw(st.one_of(BAD, st.sampled_from(EXTRA.get(name, [None]))), label="value")
+    kwargs = {k: _resolve(v, model, ro) for k, v in dict(good, **{name: bad}).items()}
+    shown = f"{case}({name}={bad!r})"
+    try:
+        out = fn(**kwargs)
+    except (ValueError, TypeError) as e:
+        assert _names_it(e, name), f"{shown} raised {type(e).__name__} without naming {name}: {e}"
+        return
+    except Exception as e:  # noqa: BLE001 - the point: nothing else may come out
+        pytest.fail(f"{shown} raised {type(e).__name__} from inside: {e}")
+    assert check(out, kwargs), f"{shown} returned {out!r} without complaint"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_good_call_is_good(model, case):
+    """The baseline each property varies: the good arguments give a good result."""
+    fn, good, check = CASES[case]
+    kwargs = {k: _resolve(v, model, _rollout(model)) for k, v in good.items()}
+    assert check(fn(**kwargs), kwargs)
