@@ -111,3 +111,22 @@ def test_plots_have_titles_and_labelled_axes(path):
         if re.search(r"plt\.subplots|plt\.figure", src) and "utils.notebook.plots" not in src:
             assert "set_title" in src or "suptitle" in src, f"cell {i}: a figure without a title"
             assert "set_xlabel" in src and "set_ylabel" in src, f"cell {i}: a figure without axis labels"
+
+
+STORED = "# @title Stored-file check:"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: os.path.relpath(p, ROOT))
+def test_stored_file_checks_are_out_of_the_learners_way(path):
+    """An assertion on a stored benchmark's seeds (it keeps the prose honest if the benchmark is re-run, and cannot
+    fail in the notebook's own run) sits in a cell of its own, titled '# @title Stored-file check: ...', with its
+    source collapsed in JupyterLab (jupyter.source_hidden) and shown as a titled form in Colab (cellView): it runs
+    in every pass, and a learner reads its printout, not its code."""
+    for i, c in enumerate(read(path).cells):
+        if c.cell_type != "code":
+            continue
+        hidden = c.metadata.get("jupyter", {}).get("source_hidden") is True and c.metadata.get("cellView") == "form"
+        titled = c.source.startswith(STORED)
+        assert hidden == titled, f"cell {i}: a stored-file check is titled {STORED!r} and hidden, and only it"
+        if "from the stored benchmark (cannot fail in this run" in c.source:
+            assert titled, f"cell {i} asserts on the stored benchmark in view: move those lines to a titled cell"
