@@ -175,7 +175,7 @@ def test_size_names_reach_the_build_script(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     run = lambda *a: subprocess.run([sys.executable, "-m", "utils.runs.build_base_model", *a], cwd=root,  # noqa: E731
-                                    capture_output=True, text=True, timeout=300)
+                                    capture_output=True, text=True, timeout=1200)  # a hang guard
     r = run("size=llama-4x128", f"out_dir={tmp_path}", "max_steps=1", "eval_every=1000", "batch_size=2")
     assert r.returncode == 0, r.stderr[-2000:]
     with open(tmp_path / "build_log.json") as f:

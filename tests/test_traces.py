@@ -127,9 +127,9 @@ def test_never_raises_and_one_score_each():
 
 def test_fast_on_ordinary_traces():
     fn, texts = T.rubric_reward, [GOOD] * 200
-    t = time.perf_counter()
+    t = time.thread_time()   # this thread's CPU time: a busy machine delays the call, it adds no work
     fn(texts, answer="834", a=478, b=356)
-    assert (time.perf_counter() - t) / len(texts) < 1e-3, "each verifier must judge an ordinary trace in < 1 ms"
+    assert (time.thread_time() - t) / len(texts) < 1e-3, "each verifier must judge an ordinary trace in < 1 ms"
 
 
 def test_bad_weights_and_criteria_are_named():

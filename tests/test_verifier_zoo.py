@@ -123,9 +123,9 @@ def test_fast_on_huge_and_ordinary(match):
     for text in (huge, "66"):
         times = []
         for _ in range(5):
-            t = time.perf_counter()
+            t = time.thread_time()   # this thread's CPU time: a busy machine delays a call, it adds no work
             match(text, 66)
-            times.append(time.perf_counter() - t)
+            times.append(time.thread_time() - t)
         assert statistics.median(times) < 0.01  # 10 ms; ordinary outputs take microseconds
 
 

@@ -128,15 +128,17 @@ def test_fast():
     # a verifier is called on every completion of every step: an ordinary call is microseconds
     for _ in range(100):
         strict_match(" -123\n", "-123")
+    # CPU time of this thread, not wall time: a busy machine (CI runs other checks beside the suite) delays a call
+    # without making it more work
     times = []
     for _ in range(2000):
-        t = time.perf_counter()
+        t = time.thread_time()
         strict_match(" -123\n", "-123")
-        times.append(time.perf_counter() - t)
+        times.append(time.thread_time() - t)
     assert statistics.median(times) < 0.5e-3
-    t = time.perf_counter()
+    t = time.thread_time()
     strict_match("7" * 1_000_000, "7")  # long inputs are rejected unread
-    assert time.perf_counter() - t < 0.05
+    assert time.thread_time() - t < 0.05
 
 
 anything = st.one_of(st.text(max_size=80), st.integers(), st.none(), st.binary(max_size=16),
