@@ -136,3 +136,18 @@ def _short(x, n=60):
     except Exception:  # noqa: BLE001 - an object whose repr fails
         r = f"<{type(x).__name__}>"
     return r if len(r) <= n else r[: n - 3] + "..."
+
+
+def reward_scores(fn, role, texts, answers, columns):
+    """fn(texts, answers, **columns), checked where it enters: one finite number per completion, or a ValueError
+    naming the function (its role: reward_fn, correct_fn), the completion and what came back."""
+    out = fn(texts, answers, **columns)
+    name = f"{role} {getattr(fn, '__name__', type(fn).__name__)!r}"
+    if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != len(texts):
+        raise ValueError(f"{name} must return one number per completion: got {len(texts)} completions and "
+                         f"{len(out) if hasattr(out, '__len__') else type(out).__name__} back")
+    for i, v in enumerate(out.tolist() if hasattr(out, "tolist") else out):
+        if not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"{name} returned {v!r} for completion {i} ({texts[i][:60]!r}, answer {answers[i]!r}): "
+                             f"every score must be a finite number (a verifier never raises or returns None)")
+    return out

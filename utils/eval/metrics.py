@@ -8,7 +8,6 @@ import torch
 
 from utils import checks
 from utils.models.policy import completion_logprobs, encode_prompts, fits, positions, sample
-from utils.rl.rollout import checked
 from utils.verifiers.arithmetic import strict_reward
 
 
@@ -70,7 +69,7 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
     texts, rewards, ent_sum, tok_sum = [], [], 0.0, 0.0
     for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
         texts += r.texts
-        rewards += checked(reward_fn, "reward_fn", r.texts,
+        rewards += checks.reward_scores(reward_fn, "reward_fn", r.texts,
                            [a for a in answers[i : i + len(r.texts) // k] for _ in range(k)], {})
         if entropy:
             _, ent = completion_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
@@ -173,13 +172,14 @@ def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, tempe
     judge = correct_fn or strict_reward
     out = {}
     for name, (ps, ans) in sets.items():
+        judged = lambda c, a, **kw: checks.reward_scores(judge, "correct_fn", c, a, kw)  # noqa: E731
         ev = evaluate(model, tokenizer, ps, ans, k=1, temperature=temperature, max_new_tokens=max_new_tokens,
-                      seed=HELDOUT_SEED, reward_fn=lambda c, a, **kw: checked(judge, "correct_fn", c, a, kw))
+                      seed=HELDOUT_SEED, reward_fn=judged)
         out[f"{name}_pass@1"] = ev["pass@1"]
         if name == "heldout":
             for r_name, fn in (eval_rewards or {}).items():
-                out[f"heldout_{r_name}"] = float(np.mean(checked(fn, f"eval_rewards[{r_name!r}]", ev["texts"], ans,
-                                                                 {})))
+                scores = checks.reward_scores(fn, f"eval_rewards[{r_name!r}]", ev["texts"], ans, {})
+                out[f"heldout_{r_name}"] = float(np.mean(scores))
     return out
 
 
@@ -358,7 +358,7 @@ def pass_rates(model, tokenizer, prompts, answers, correct_fn, n=16, max_new_tok
         m = len(ro.texts) // n
         ans = [answers[i + j // n] for j in range(m * n)]
         extra = {c: [col[i + j // n] for j in range(m * n)] for c, col in columns.items()}
-        right = np.array(checked(correct_fn, "correct_fn", ro.texts, ans, extra)) >= 1.0   # [m * n]
+        right = np.array(checks.reward_scores(correct_fn, "correct_fn", ro.texts, ans, extra)) >= 1.0   # [m * n]
         out[i:i + m] = right.reshape(m, n).mean(1)
     return out
 

@@ -23,8 +23,6 @@ GroupRollout is the course's rollout: single-turn sampling of G completions per 
 completions (a multi-turn episode with a tool's answers masked out of the loss, a stale or lower-precision
 sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
 """
-import math
-import numbers
 import time
 from dataclasses import dataclass
 
@@ -108,24 +106,10 @@ class GroupRollout:
 
 
 def scores(fn, role, texts, answers, columns, dtype=torch.float32):
-    """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked (checked)."""
-    out = checked(fn, role, texts, answers, columns)
+    """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked
+    (checks.reward_scores)."""
+    out = checks.reward_scores(fn, role, texts, answers, columns)
     return torch.tensor(out, dtype=dtype) if dtype else torch.tensor(out)
-
-
-def checked(fn, role, texts, answers, columns):
-    """fn(texts, answers, **columns), checked where it enters: one finite number per completion, or a ValueError
-    naming the function (its role: reward_fn, correct_fn), the completion and what came back."""
-    out = fn(texts, answers, **columns)
-    name = f"{role} {getattr(fn, '__name__', type(fn).__name__)!r}"
-    if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != len(texts):
-        raise ValueError(f"{name} must return one number per completion: got {len(texts)} completions and "
-                         f"{len(out) if hasattr(out, '__len__') else type(out).__name__} back")
-    for i, v in enumerate(out.tolist() if hasattr(out, "tolist") else out):
-        if not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise ValueError(f"{name} returned {v!r} for completion {i} ({texts[i][:60]!r}, answer {answers[i]!r}): "
-                             f"every score must be a finite number (a verifier never raises or returns None)")
-    return out
 
 
 def dynamic_batch(draw, idx, pick, cfg, pad_id, deadline=None):

@@ -32,9 +32,9 @@ import os
 import tempfile
 import time
 
+from utils import checks
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
 from utils.rl.grpo import GRPOConfig
-from utils.rl.rollout import checked
 
 # TRL's logged names -> ours
 TRL_KEYS = {
@@ -282,7 +282,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
             self.bar.close()
 
     def reward(completions, answer, **kw):  # TRL names the function in its logs
-        return checked(reward_fn, "reward_fn", completions, answer, kw)
+        return checks.reward_scores(reward_fn, "reward_fn", completions, answer, kw)
     reward.__name__ = getattr(reward_fn, "__name__", "reward")
 
     with tempfile.TemporaryDirectory() as out:
