@@ -1,5 +1,4 @@
-"""The test suite's run cache: each deterministic training run is computed once per test session (and so is
-Lab 02's attack table: cached_run_attacks says why).
+"""The test suite's run cache: each deterministic training run is computed once per test session.
 
 Test machinery, not course code: nothing in utils/ knows about it. It wraps utils.rl.loop.train_grpo
 and utils.rl.trl_trainer.train_with_trl from outside, in the notebook kernels the suite starts: the
@@ -400,39 +399,9 @@ def cached_sample_in_batches(sample_in_batches):
     return wrapper
 
 
-def cached_run_attacks(run_attacks):
-    """utils.verifiers.attacks.run_attacks, Lab 02's attack table, with the run cache around it. Not a
-    seeded computation but a measurement of this machine's walls: the browser pass would repeat the Colab
-    pass's measurement on the same machine, in the same runtime, as the same user (about 50 s). Keyed by
-    every argument, the wall this machine builds (code.describe()) and the user it runs as; the unit tests
-    call run_attacks outside any notebook kernel, so they always measure."""
-    import functools
-    import inspect
-
-    sig = inspect.signature(run_attacks)
-
-    @functools.wraps(run_attacks)
-    def wrapper(*args, **kwargs):
-        from utils.verifiers import code
-
-        a = sig.bind(*args, **kwargs)
-        a.apply_defaults()
-        k = key("run_attacks", *a.arguments.values(), code.describe(), os.geteuid(), global_rng=False)
-        hit = load(k, restore_rng=False)
-        if hit is not None:
-            print(f"(the attack suite, {len(hit)} runs: measured earlier in this test session on this machine; "
-                  f"loaded from the run cache, {ENV})")
-            return hit
-        out = run_attacks(*args, **kwargs)
-        save(k, out)
-        return out
-    return wrapper
-
-
-WRAPS = {"utils.rl.loop": [("train_grpo", cached_train_grpo)],
-         "utils.rl.trl_trainer": [("train_with_trl", cached_train_with_trl)],
-         "utils.eval.metrics": [("sample_in_batches", cached_sample_in_batches)],
-         "utils.verifiers.attacks": [("run_attacks", cached_run_attacks)]}
+WRAPS = {"utils.rl.loop": ("train_grpo", cached_train_grpo),
+         "utils.rl.trl_trainer": ("train_with_trl", cached_train_with_trl),
+         "utils.eval.metrics": ("sample_in_batches", cached_sample_in_batches)}
 
 
 class _WrapOnImport:
@@ -446,12 +415,11 @@ class _WrapOnImport:
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return spec
-        run, wraps = spec.loader.exec_module, WRAPS[name]
+        run, (attr, wrap) = spec.loader.exec_module, WRAPS[name]
 
         def exec_module(module):
             run(module)
-            for attr, wrap in wraps:
-                setattr(module, attr, wrap(getattr(module, attr)))
+            setattr(module, attr, wrap(getattr(module, attr)))
         spec.loader.exec_module = exec_module
         return spec
 
@@ -460,12 +428,11 @@ def install():
     """Wrap the trainers in this process (a notebook kernel): now if already imported, else on import."""
     import sys
 
-    for name, wraps in WRAPS.items():
-        for attr, wrap in wraps:
-            if name in sys.modules:
-                fn = getattr(sys.modules[name], attr)
-                if not getattr(fn, "__wrapped__", None):
-                    setattr(sys.modules[name], attr, wrap(fn))
+    for name, (attr, wrap) in WRAPS.items():
+        if name in sys.modules:
+            fn = getattr(sys.modules[name], attr)
+            if not getattr(fn, "__wrapped__", None):
+                setattr(sys.modules[name], attr, wrap(fn))
     if not any(isinstance(f, _WrapOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _WrapOnImport())
 

@@ -179,12 +179,10 @@ def test_install_wraps_the_trainers_on_import(monkeypatch):
             "from utils.eval.metrics import sample_in_batches; import utils.eval.traces as cur; "
             "print(train_grpo.__wrapped__.__module__, train_with_trl.__wrapped__.__module__, "
             "c.train_grpo is train_grpo, sample_in_batches.__wrapped__.__module__, "
-            "cur.sample_in_batches is sample_in_batches, "
-            "__import__('utils.verifiers.attacks').verifiers.attacks.run_attacks.__wrapped__.__module__)")
+            "cur.sample_in_batches is sample_in_batches)")
     out = subprocess.run([sys.executable, "-c", code, str(root / "tests" / "run_cache.py")], cwd=root,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True", "utils.eval.metrics", "True",
-                   "utils.verifiers.attacks"]
+    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True", "utils.eval.metrics", "True"]
 
 
 def test_kernel_startup_dir_writes_an_ipython_startup_file(tmp_path):
@@ -317,35 +315,3 @@ def test_sampling_hit_is_what_sampling_gave_and_leaves_random_states_alone(on, s
     assert len(list(on.glob("*.pt"))) == 2                                          # another seed, another entry
     next(cached(model, tok, prompts, k=2, seed=3, batch_size=8))                     # stopped early: nothing stored
     assert len(list(on.glob("*.pt"))) == 2
-
-
-def test_the_attack_table_is_measured_once_per_arguments_wall_and_user(on, monkeypatch):
-    """Lab 02's attack table: a second identical call in the session is the first one's rows, without running
-    a sandbox; other arguments, another wall or another user measure again."""
-    from utils.verifiers import code
-
-    calls = []
-
-    def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):   # the real one's signature
-        calls.append((cases, wall, audit_hook, timeout_s))
-        return [{"id": "attack/x", "escaped": len(calls) > 99, "seconds": 0.1 * len(calls)}]
-
-    # the wall by name only: describe() would probe this machine's sandbox, a process as nobody that the code
-    # verifier's tests, on another worker, would count as one of theirs left behind
-    monkeypatch.setattr(code, "describe", lambda cfg=None: "this wall")
-    cached = cache.cached_run_attacks(run_attacks)
-    first = cached(["attack/x"], wall="isolated")
-    assert cached(["attack/x"], wall="isolated", audit_hook=True) == first and len(calls) == 1
-    cached(["attack/x"], wall="namespaces")
-    cached(["attack/x"], wall="isolated", timeout_s=2.0)
-    assert len(calls) == 3
-    monkeypatch.setattr(code, "describe", lambda cfg=None: "another wall")
-    cached(["attack/x"], wall="isolated")
-    assert len(calls) == 4
-    monkeypatch.setattr(cache.os, "geteuid", lambda: 4242)
-    cached(["attack/x"], wall="isolated")
-    assert len(calls) == 5
-    monkeypatch.setenv(cache.ENV, "off")
-    cached(["attack/x"], wall="isolated")
-    cached(["attack/x"], wall="isolated")
-    assert len(calls) == 7                                                   # the cache off: measured every time
