@@ -89,7 +89,8 @@ SUMMARY_JS = """() => {
   const checked = cells.filter(c => c.model.sharedModel.getSource().startsWith('# NBVAL_CHECK_OUTPUT'))
     .map(c => c.model.outputs.toJSON());
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return {cells: cells.length, notRun, errors, stderr, views, rendered, checked,
+  const hidden = cells.filter(c => c.inputHidden).length;  // sources shown collapsed (stored-file checks)
+  return {cells: cells.length, notRun, errors, stderr, views, rendered, checked, hidden,
           fallbacks, status: kernel ? kernel.status : 'none'};
 }"""
 
@@ -233,12 +234,17 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         source = (ROOT / "labs" / name).read_text()
         if "utils.notebook.widgets" in source:  # the lab's own interactive widget, besides any progress bars
             assert s["rendered"] >= 1, f"{name} displays a widget, but none rendered"
+        want_hidden = sum(1 for c in nbformat.read(ROOT / "labs" / name, as_version=4).cells
+                          if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden"))
+        assert s["hidden"] == want_hidden, f"{name}: {s['hidden']} cells shown collapsed, {want_hidden} marked so"
         figures = page.evaluate("""() => [...document.querySelectorAll('.jp-RenderedImage img')]
                                    .filter(i => i.complete && i.naturalWidth > 0).length""")
         assert figures >= 1, f"no figure rendered in {name}"   # every lab draws its mechanism (figures.py)
         if name.startswith("01"):
             _type_a_problem(page)
         _screenshot(page, name)
+        if want_hidden:
+            _screenshot_stored_check(page, name)
         _answer_the_self_check(page, name)
     finally:
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")  # free the kernel
@@ -275,6 +281,16 @@ def _answer_the_self_check(page, name):
     page.wait_for_function("""() => [...document.querySelectorAll('.rlvr-selfcheck-feedback')]
                               .some(e => e.innerText.startsWith('Right.'))""", timeout=30_000)
     page.screenshot(path=str(SHOTS / (Path(name).stem + "_selfcheck.png")))
+
+
+def _screenshot_stored_check(page, name):
+    """The first stored-file check, as a learner sees it: its source collapsed, its printout shown."""
+    page.evaluate("""() => {
+      const cell = window.jupyterapp.shell.currentWidget.content.widgets.find(c => c.inputHidden);
+      cell.node.scrollIntoView({block: 'start'});
+    }""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SHOTS / f"{name.removesuffix('.ipynb')}_stored_check.png"))
 
 
 def _screenshot(page, name):
