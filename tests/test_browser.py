@@ -2,8 +2,10 @@
 in Chromium driven by Playwright. Checks: every code cell ran, no error output anywhere in the page (so
 every assertion on the science held), cells marked `# NBVAL_CHECK_OUTPUT` printed their stored output
 (what nbval checks), the lab's widgets rendered as widgets (not as text fallbacks), and in Lab 01 a
-widget answers a typed problem through the kernel. Saves a screenshot per lab to build/screenshots/
-(or $RLVR_LABS_SCREENSHOTS).
+widget answers a typed problem through the kernel. Saves screenshots to build/screenshots/ (or
+$RLVR_LABS_SCREENSHOTS): per lab its first figure (NN_figure.png), its widget or end (NN.png), its self-check
+answered (NN_selfcheck.png) and its first stored-file check (NN_stored_check.png); and the README's first
+screen (README_first_screen.png), which a test here checks holds the pitch and both ways to start.
 
 The kernel runs in Colab's runtime with ipywidgets 8 (tools/colab_runtime.py, browser_kernel): Colab's
 Python, torch, numpy and transformers, and TRL as the setup cell installs it there. So a lab here and its
@@ -240,6 +242,7 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         figures = page.evaluate("""() => [...document.querySelectorAll('.jp-RenderedImage img')]
                                    .filter(i => i.complete && i.naturalWidth > 0).length""")
         assert figures >= 1, f"no figure rendered in {name}"   # every lab draws its mechanism (figures.py)
+        _screenshot_figure(page, name)
         if name.startswith("01"):
             _type_a_problem(page)
         _screenshot(page, name)
@@ -283,6 +286,58 @@ def _answer_the_self_check(page, name):
     page.screenshot(path=str(SHOTS / (Path(name).stem + "_selfcheck.png")))
 
 
+def _screenshot_figure(page, name):
+    """The lab's first figure (its mechanism, drawn by utils/notebook/figures.py), as a learner meets it."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    _dismiss_news(page)
+    page.evaluate("""() => document.querySelector('.jp-RenderedImage img').closest('.jp-Cell')
+                           .scrollIntoView({block: 'start'})""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SHOTS / f"{name.removesuffix('.ipynb')}_figure.png"))
+
+
+def test_readme_first_screen_has_both_ways_to_start(lab_server, browser):
+    """The README rendered (JupyterLab's Markdown preview, in a 1280 x 800 laptop window): its first screen, before
+    any scrolling, holds the pitch and both ways to start, Colab's badge and the laptop's install down to the
+    line that opens Lab 01. A screenshot is saved as README_first_screen.png. (GitHub's own rendering differs
+    in fonts and spacing, and shows the file list above it.)"""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.goto(f"{lab_server}/lab/workspaces/readme?reset&token={TOKEN}")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=120_000)
+        page.evaluate("""() => window.jupyterapp.restored.then(() => window.jupyterapp.commands.execute(
+            'docmanager:open', {path: 'README.md', factory: 'Markdown Preview'}))""")
+        page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=60_000)
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the README, full width
+        _dismiss_news(page)
+        page.wait_for_timeout(1000)
+        where = page.evaluate("""() => {
+          const doc = document.querySelector('.jp-RenderedMarkdown');
+          const bottom = e => e ? e.getBoundingClientRect().bottom : null;
+          const text = t => [...doc.querySelectorAll('p, pre, h2')].find(e => e.innerText.includes(t));
+          return {height: window.innerHeight, pitch: bottom(text('reinforcement learning with verifiable')),
+                  start: bottom(text('Start')), colab: bottom(text('On Google Colab')),
+                  laptop: bottom(text('git clone')), labs: bottom(text('The labs'))};
+        }""")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "README_first_screen.png"))
+        print("README first screen:", where)
+        missing = [k for k in ("pitch", "start", "colab", "laptop") if where[k] is None]
+        assert not missing, f"the README has no {missing}"
+        below = [k for k in ("pitch", "start", "colab", "laptop") if where[k] > where["height"]]
+        assert not below, f"below the README's first screen ({where['height']} px): {below} ({where})"
+    finally:
+        page.close()
+
+
+def _dismiss_news(page):
+    """JupyterLab's "get notified about news?" toast would cover part of a screenshot."""
+    try:
+        page.get_by_role("button", name="No", exact=True).first.click(timeout=2000)
+    except Exception:
+        pass
+
+
 def _screenshot_stored_check(page, name):
     """The first stored-file check, as a learner sees it: its source collapsed, its printout shown."""
     page.evaluate("""() => {
@@ -296,10 +351,7 @@ def _screenshot_stored_check(page, name):
 def _screenshot(page, name):
     """The lab's interactive widget in view if it has one, else the end of the notebook."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    try:  # JupyterLab's "get notified about news?" toast would cover part of the picture
-        page.get_by_role("button", name="No", exact=True).first.click(timeout=2000)
-    except Exception:
-        pass
+    _dismiss_news(page)
     page.evaluate("""() => {
       const node = window.jupyterapp.shell.currentWidget.content.node;
       const views = [...node.querySelectorAll('.jp-OutputArea-output')]
