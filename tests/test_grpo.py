@@ -13,9 +13,11 @@ from utils.rl.grpo import (
     group_advantages,
     high_entropy_mask,
     kl_k3,
+    log_ratio,
     loss_stats,
     per_token_loss,
     policy_loss,
+    token_weights,
 )
 from utils.rl.loop import train_grpo, update
 from utils.rl.rollout import GroupRollout
@@ -240,6 +242,70 @@ def test_loss_stats_hand_case():
     assert st["kl"] == pytest.approx(0.0)
 
 
+# ------------------------------------------------- one ratio per sequence (GSPO, LUSPO)
+# batch(): log ratios [[ln2, 0], [0, -ln2]], mask [[1, 1], [1, 0]] -> per-sequence means [ln2 / 2, 0] (row 1's
+# masked token is left out) -> s = [sqrt 2, 1]. Clip [0.8, 1.2]: row 0 (A=+1) -min(1.414, 1.2) = -1.2 on both
+# tokens; row 1 (A=-1) -min(-1, -1) = +1 on both (the padded one too: aggregate masks it).
+SEQ_CASES = [
+    ("grpo", 0.0, None, (-1.2 + 1) / 2),                             # -0.1: each sequence its mean, then mean
+    ("dapo", 0.0, None, (-1.2 - 1.2 + 1) / 3),                       # -0.466667: over all 3 tokens
+    ("dr_grpo", 0.0, 4, (-1.2 - 1.2 + 1) / 8),                       # -0.175: over N * max_len
+    ("luspo", 0.0, None, (-2.4 + 1) / 2),                            # -0.7: each sequence's sum, then mean
+    ("grpo", 0.1, None, ((-2.4 + 0.1 * K3) / 2 + 1) / 2),            # the k3 of token (0,1), as above
+    ("luspo", 0.1, None, (-2.4 + 0.1 * K3 + 1) / 2),
+]
+
+
+def test_log_ratio_per_token_and_per_sequence():
+    logp, old, ref, adv, mask = batch()
+    assert torch.allclose(log_ratio(logp, old), torch.tensor([[LN2, 0.0], [0.0, -LN2]]), atol=1e-6)
+    seq = log_ratio(logp, old, mask, "sequence")
+    assert seq.shape == (2, 1) and torch.allclose(seq, torch.tensor([[LN2 / 2], [0.0]]), atol=1e-6)
+    with pytest.raises(ValueError, match="needs the mask"):
+        log_ratio(logp, old, level="sequence")
+    with pytest.raises(ValueError, match="level must be one of"):
+        log_ratio(logp, old, mask, "batch")
+
+
+@pytest.mark.parametrize("loss_type, beta, max_len, want", SEQ_CASES)
+def test_sequence_level_loss_hand_values(loss_type, beta, max_len, want):
+    logp, old, ref, adv, mask = batch()
+    loss = policy_loss(logp, old, ref, adv, mask, 0.2, 0.2, beta, loss_type, max_len, level="sequence")
+    assert loss.item() == pytest.approx(want, abs=1e-6)
+    per_token = per_token_loss(logp, old, ref, adv, 0.2, 0.2, beta, "sequence", mask)
+    assert torch.allclose(per_token - beta * kl_k3(logp, ref), torch.tensor([[-1.2, -1.2], [1.0, 1.0]]), atol=1e-6)
+
+
+def test_sequence_ratio_spreads_the_gradient_evenly():
+    """Unclipped (eps 1: clip [0, 2]), grpo aggregation, beta 0: the loss is (-s_0 + s_1) / 2. One ratio per
+    sequence gives both of row 0's tokens d/dlogp = -(1/2) * s_0 * (1/2) = -0.353553; a ratio per token gives
+    them -(1/2) * r_t / 2 with r = [2, 1]: -0.5 and -0.25."""
+    logp, old, ref, adv, mask = batch()
+    for level, want in (("sequence", [-math.sqrt(2) / 4] * 2), ("token", [-0.5, -0.25])):
+        lp = logp.clone().requires_grad_(True)
+        policy_loss(lp, old, ref, adv, mask, 1.0, 1.0, 0.0, "grpo", level=level).backward()
+        assert lp.grad[0].tolist() == pytest.approx(want, abs=1e-6), level
+        assert lp.grad[1, 1].item() == 0.0  # padding: no gradient
+
+
+def test_luspo_weighs_each_sequence_by_its_length():
+    """token_weights: luspo gives every token 1/N, so a sequence's weight is its length / N."""
+    mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    assert token_weights(mask, "luspo").tolist() == [[0.5, 0.5, 0.5], [0.5, 0.0, 0.0]]
+
+
+def test_loss_stats_counts_a_clipped_sequence_on_each_of_its_tokens():
+    logp, old, ref, adv, mask = batch()
+    # s = [1.414, 1]: row 0's ratio binds (> 1.2 with A > 0) on both its tokens; row 1 does not: 2 of 3 tokens
+    assert loss_stats(logp, old, ref, adv, mask, 0.2, 0.2, "sequence")["clip_frac"] == pytest.approx(2 / 3)
+
+
+def test_luspo_needs_one_ratio_per_sequence():
+    with pytest.raises(ValueError, match=r"GRPOConfig\.loss_type='luspo'.*ratio_level='sequence'"):
+        GRPOConfig(loss_type="luspo")
+    assert GRPOConfig(loss_type="luspo", ratio_level="sequence").ratio_level == "sequence"
+
+
 # ---------------------------------------------------------------- config
 def test_default_config_is_valid():
     cfg = GRPOConfig()
@@ -249,7 +315,7 @@ def test_default_config_is_valid():
 @pytest.mark.parametrize("field, value", [
     ("group_size", 1), ("batch_size", 30), ("loss_type", "ppo"), ("eps_low", 0), ("eps_high", -0.1),
     ("lr", -1), ("baseline", "max"), ("steps", 0), ("temperature", 0), ("beta", -0.1), ("eval_every", -1),
-    ("warmup_steps", 1.5), ("steps", 2.0), ("max_new_tokens", True),
+    ("warmup_steps", 1.5), ("steps", 2.0), ("max_new_tokens", True), ("ratio_level", "sentence"),
 ])
 def test_config_validate_names_the_field(field, value):
     cfg = GRPOConfig(batch_size=32, group_size=8)
@@ -416,6 +482,23 @@ def test_train_grpo_max_seconds_stops_early(shipped, train):
                       GRPOConfig(steps=50, batch_size=8, group_size=4, eval_every=0, eval_n=4, max_seconds=1e-6),
                       eval_prompts=ev["prompt"], eval_answers=ev["answer"], progress=False)
     assert len(hist) == 1 and hist[0]["heldout_pass@1"] is not None  # the last step is always evaluated
+
+
+def test_train_grpo_one_ratio_per_sequence(shipped, train):
+    """GSPO and LUSPO in the loop: the loss function gets level="sequence"; one written for ten arguments is
+    refused before training, by name."""
+    model, tok = shipped
+    policy = copy.deepcopy(model)
+    cfg = GRPOConfig(**TINY, loss_type="luspo", ratio_level="sequence", updates_per_batch=2)
+    hist = train_grpo(policy, tok, *train, strict_reward, cfg, progress=False)
+    assert len(hist) == 3 and all(math.isfinite(h["loss"]) and 0 <= h["clip_frac"] <= 1 for h in hist)
+    assert any(not torch.equal(p, q) for p, q in zip(policy.parameters(), model.parameters()))
+
+    def ten_arguments(logp, old, ref, adv, mask, eps_low, eps_high, beta, loss_type, max_len):
+        return policy_loss(logp, old, ref, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
+
+    with pytest.raises(ValueError, match="ratio_level='sequence'.*ten_arguments takes none"):
+        train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, loss_fn=ten_arguments, progress=False)
 
 
 def test_train_grpo_rejects_bad_inputs(shipped, train):

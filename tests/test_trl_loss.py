@@ -35,6 +35,7 @@ from utils.rl.grpo import (
     group_advantages,
     high_entropy_mask,
     kl_k3,
+    log_ratio,
     per_token_loss,
     policy_loss,
 )
@@ -44,6 +45,9 @@ G, T, MAX_NEW = 4, 5, 6
 LENGTHS = [5, 3, 1, 4, 2, 5, 4, 3]  # completion lengths, EOS included
 REWARDS = [1.0, 0.0, 0.0, 1.0, 0.5, 1.0, 0.0, 0.0]
 BETA = 0.04
+SEQ_SHIFT = [0.4, -0.4, 0.5, 0.05, -0.3, 0.02, -0.1, 0.3]  # log pi - log pi_old per sequence, off-policy
+# (loss_type, ratio_level): every loss at both levels, but luspo, which is sequence-level only
+COMBOS = [(t, "token") for t in LOSS_TYPES if t != "luspo"] + [(t, "sequence") for t in LOSS_TYPES]
 
 
 def make_batch():
@@ -58,7 +62,10 @@ def make_batch():
     ref = logp + 0.5 * torch.randn(N, T, generator=g, dtype=torch.float64) * m
     entropy = (0.1 + 2 * torch.rand(N, T, generator=g, dtype=torch.float64)) * m
     adv = group_advantages(REWARDS, G).double()
-    return dict(mask=mask, logp=logp, old=old, ref=ref, entropy=entropy, adv=adv)
+    # off-policy by a whole sequence at a time, so that one ratio per sequence (GSPO) meets both clip bounds
+    shift = torch.tensor(SEQ_SHIFT, dtype=torch.float64)[:, None]
+    old_seq = logp - (shift + 0.2 * torch.randn(N, T, generator=g, dtype=torch.float64)) * m
+    return dict(mask=mask, logp=logp, old=old, ref=ref, entropy=entropy, adv=adv, old_seq=old_seq)
 
 
 def zero_reward(completions, **kw):
@@ -115,6 +122,10 @@ def test_batch_exercises_both_clip_bounds():
     assert ((ratio < 1 - eps_low) & (a < 0) & on).any() and ((ratio > 1 + eps_high) & (a > 0) & on).any()
     assert ((ratio > 1 + eps_high) & (a < 0) & on).any()  # the unclipped side of a negative advantage
     assert (b["adv"] > 0).any() and (b["adv"] < 0).any()
+    s = torch.exp(log_ratio(b["logp"], b["old_seq"], b["mask"], "sequence"))[:, 0]  # [N], GSPO's s_i
+    a = b["adv"]
+    assert ((s < 1 - eps_low) & (a < 0)).any() and ((s > 1 + eps_high) & (a > 0)).any() and ((s > 1 + eps_high)
+                                                                                             & (a < 0)).any()
 
 
 def test_to_trl_config_sets_every_loss_option(tmp_path):
@@ -141,21 +152,24 @@ def test_to_trl_config_sets_every_loss_option(tmp_path):
 
 @pytest.mark.parametrize("eps", [(0.2, 0.2), (0.1, 0.28)], ids=["sym", "asym"])
 @pytest.mark.parametrize("beta", [0.0, BETA])
-@pytest.mark.parametrize("loss_type", LOSS_TYPES)
-def test_trl_loss_matches_ours(shipped, tmp_path, loss_type, beta, eps):
-    """TRL's loss and its gradient w.r.t. the log-probs equal policy_loss's, on- and off-policy."""
+@pytest.mark.parametrize("loss_type,level", COMBOS)
+def test_trl_loss_matches_ours(shipped, tmp_path, loss_type, level, beta, eps):
+    """TRL's loss and its gradient w.r.t. the log-probs equal policy_loss's, on- and off-policy, with a ratio per
+    token or one per sequence (GSPO; TRL's importance_sampling_level) and LUSPO's length-scaled sum."""
     b = make_batch()
     cfg = GRPOConfig(batch_size=8, group_size=G, max_new_tokens=MAX_NEW, beta=beta, eps_low=eps[0], eps_high=eps[1],
-                     loss_type=loss_type)
+                     loss_type=loss_type, ratio_level=level)
     trainer = make_trainer(shipped, cfg, tmp_path)
+    assert trainer.importance_sampling_level == level and trainer.loss_type == loss_type
+    old = b["old"] if level == "token" else b["old_seq"]
 
     def ours(logp, old):
         return policy_loss(logp, old, b["ref"], b["adv"], b["mask"], cfg.eps_low, cfg.eps_high, cfg.beta,
-                           cfg.loss_type, cfg.max_new_tokens)
+                           cfg.loss_type, cfg.max_new_tokens, level=cfg.ratio_level)
 
     for name, theirs, mine in [
         ("on-policy", lambda lp: trl_loss(trainer, b, lp), lambda lp: ours(lp, lp.detach())),
-        ("off-policy", lambda lp: trl_loss(trainer, b, lp, old=b["old"]), lambda lp: ours(lp, b["old"])),
+        ("off-policy", lambda lp: trl_loss(trainer, b, lp, old=old), lambda lp: ours(lp, old)),
     ]:
         v_trl, g_trl = value_and_grad(theirs, b["logp"])
         v_ours, g_ours = value_and_grad(mine, b["logp"])
@@ -220,7 +234,7 @@ def test_entropy_bonus_matches_ours(shipped, tmp_path):
     assert_same(ge_trl, ge_ours, "gradient w.r.t. entropies")
 
 
-@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+@pytest.mark.parametrize("loss_type", [t for t in LOSS_TYPES if t != "luspo"])
 def test_top_entropy_tokens_are_normalised_differently(shipped, tmp_path, loss_type):
     """top_entropy_frac < 1 (arXiv 2506.01939) maps onto TRL's top_entropy_quantile, and both keep the same
     tokens, but TRL zeroes the others' policy loss and still divides by every completion token, and adds the KL

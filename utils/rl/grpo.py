@@ -1,6 +1,7 @@
-"""GRPO's maths (DeepSeekMath, arXiv 2402.03300), with the DAPO (arXiv 2503.14476) and Dr. GRPO
-(arXiv 2503.20783) variants as options, and the one config of an experiment. The training loop that
-uses them is loop.py. The maths is the first screen of this file.
+"""GRPO's maths (DeepSeekMath, arXiv 2402.03300), with the DAPO (arXiv 2503.14476), Dr. GRPO
+(arXiv 2503.20783), GSPO (one importance ratio per sequence, arXiv 2507.18071) and LUSPO (GSPO with each
+sequence's loss scaled by its length, arXiv 2602.05261) variants as options, and the one config of an
+experiment. The training loop that uses them is loop.py. The maths is the first screen of this file.
 """
 import math
 import numbers
@@ -10,8 +11,9 @@ import torch
 
 from utils import checks
 
-LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "luspo")
 BASELINES = ("mean", "median")
+RATIO_LEVELS = ("token", "sequence")
 
 
 def _what(x):
@@ -89,13 +91,29 @@ def kl_k3(logp, ref_logp):
     return torch.exp(d) - d - 1
 
 
-def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0):
+def log_ratio(logp, old_logp, mask=None, level="token"):
+    """The log importance ratio log(pi / pi_old) of the sampled tokens. level "token": [N, T], one per token
+    (PPO, GRPO); "sequence": [N, 1], the mean over each sequence's tokens where mask [N, T] is 1, so that
+    exp of it is the geometric mean of the token ratios, GSPO's s_i (arXiv 2507.18071)."""
+    d = logp - old_logp                                                 # [N, T]
+    if level == "token":
+        return d
+    if level != "sequence":
+        raise ValueError(f"level must be one of {RATIO_LEVELS}, got {level!r}")
+    if mask is None:
+        raise ValueError("level 'sequence' needs the mask: a sequence's ratio averages over its own tokens")
+    m = _mask("log_ratio", mask, d).to(d.dtype)
+    return ((d * m).sum(1) / m.sum(1).clamp(min=1))[:, None]            # [N, 1]
+
+
+def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None):
     """GRPO's per-token loss, before any averaging (PPO's clipped surrogate, arXiv 1707.06347, plus a KL
     penalty). logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
     policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N]. Returns [N, T]:
 
         l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
-    with ratio_t = exp(logp_t - old_logp_t). Padding is not masked here: aggregate() does that.
+    with ratio_t = exp(logp_t - old_logp_t), or with level "sequence" one ratio for all of a sequence's
+    tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that.
     """
     logp, old_logp, ref_logp = _logps("per_token_loss", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
     if not isinstance(adv, torch.Tensor) or adv.dim() != 1 or not torch.isfinite(adv).all():
@@ -106,7 +124,7 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
     eps_low, eps_high = (checks.number("per_token_loss", n, v, lo=0) for n, v in (("eps_low", eps_low),
                                                                                   ("eps_high", eps_high)))
     beta = checks.number("per_token_loss", "beta", beta, lo=0)
-    ratio = torch.exp(logp - old_logp)                                  # [N, T]
+    ratio = torch.exp(log_ratio(logp, old_logp, mask, level))          # [N, T], or [N, 1] per sequence
     a = adv[:, None]                                                    # [N, 1]
     surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
     kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
@@ -118,7 +136,9 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
       grpo     mean over each sequence's tokens, then mean over sequences  (DeepSeekMath)
       dapo     sum over all tokens / number of tokens in the batch          (token-level, arXiv 2503.14476)
       dr_grpo  sum over all tokens / (N * max_len), max_len a constant       (arXiv 2503.20783)
-    grpo gives each token of a long sequence less weight than a short one's: a length bias."""
+      luspo    sum over each sequence's tokens, then mean over sequences    (arXiv 2602.05261)
+    grpo gives each token of a long sequence less weight than a short one's: a length bias. With one ratio
+    per sequence (GSPO) grpo weighs every sequence alike whatever its length; luspo weighs it by its length."""
     if not isinstance(per_token, torch.Tensor) or per_token.dim() != 2:
         raise ValueError(f"aggregate: per_token must be a [N, T] tensor, got {_what(per_token)}")
     mask = _mask("aggregate", mask, per_token)
@@ -132,35 +152,42 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
             raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
         max_len = checks.number("aggregate", "max_len", max_len, lo=1, integer=True)
         return (per_token * m).sum() / (per_token.shape[0] * max_len)
+    if loss_type == "luspo":
+        return (per_token * m).sum(1).mean()
     raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
 
 
 def token_weights(mask, loss_type="grpo", max_len=None):
     """The weight each token's loss gets in aggregate(): d aggregate / d per_token, a [N, T] tensor (0 where
     mask is 0). grpo: 1 / (N * |o_i|), so every sequence weighs 1/N in all and a long one's tokens count less
-    each; dapo: 1 / (tokens in the batch); dr_grpo: 1 / (N * max_len). Lab 06 reads length bias off it."""
+    each; dapo: 1 / (tokens in the batch); dr_grpo: 1 / (N * max_len); luspo: 1 / N. Lab 06 reads length
+    bias off it."""
     x = torch.zeros(mask.shape, dtype=torch.float64, requires_grad=True)
     aggregate(x, mask, loss_type, max_len).backward()
     return x.grad.float()
 
 
 def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
-                loss_type="grpo", max_len=None):
+                loss_type="grpo", max_len=None, level="token"):
     """The GRPO loss, a scalar: aggregate(per_token_loss(...), mask, loss_type, max_len). Shapes as in
     per_token_loss; mask [N, T] is 1 on the completion tokens the loss uses (EOS included). Lab 01's
-    exercise writes this function; the training loop calls it with these ten arguments."""
-    return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta), mask, loss_type, max_len)
+    exercise writes this function; the training loop calls it with these ten arguments, and with
+    level="sequence" as well when the config asks for one ratio per sequence (GSPO: loss_type "grpo";
+    LUSPO: "luspo")."""
+    return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta, level, mask), mask,
+                     loss_type, max_len)
 
 
 @torch.no_grad()
-def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high):
+def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="token"):
     """Monitoring numbers for one update, on the tokens the loss used (mask [N, T]; shapes as in
     per_token_loss). The loop computes them once, whoever's loss function ran:
-    clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective)
+    clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective; with
+               level "sequence", a token counts as clipped when its sequence's ratio is)
     kl         mean k3 KL to the reference per token"""
     m = mask.to(logp.dtype)
     n = m.sum().clamp(min=1)
-    ratio, a = torch.exp(logp - old_logp), adv[:, None]
+    ratio, a = torch.exp(log_ratio(logp, old_logp, mask, level)), adv[:, None]
     clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
     return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 
@@ -195,7 +222,8 @@ class GRPOConfig:
     eps_low: float = 0.2
     eps_high: float = 0.2
     beta: float = 0.0
-    loss_type: str = "grpo"
+    loss_type: str = "grpo"        # grpo, dapo, dr_grpo, luspo (luspo needs ratio_level "sequence")
+    ratio_level: str = "token"     # "sequence": one importance ratio per completion (GSPO, arXiv 2507.18071)
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
@@ -248,6 +276,11 @@ class GRPOConfig:
                               f"(e.g. {self.group_size * max(1, self.batch_size // self.group_size)})")
         if self.loss_type not in LOSS_TYPES:
             bad("loss_type", f"must be one of {LOSS_TYPES}")
+        if self.ratio_level not in RATIO_LEVELS:
+            bad("ratio_level", f"must be one of {RATIO_LEVELS}")
+        if self.loss_type == "luspo" and self.ratio_level != "sequence":
+            bad("loss_type", "'luspo' scales a sequence-level loss by length: it needs ratio_level='sequence' "
+                             "(as TRL's importance_sampling_level='sequence')")
         if self.baseline not in BASELINES:
             bad("baseline", f"must be one of {BASELINES}")
         for name in ("lr", "eps_low", "eps_high", "temperature"):

@@ -38,6 +38,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         raise ValueError(f"train_grpo: cfg must be a GRPOConfig, got {checks._short(cfg)}")
     cfg.validate()
     _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn, rollout)
+    if cfg.ratio_level != "token" and not _takes(loss_fn, "level"):
+        raise ValueError(f"train_grpo: cfg.ratio_level={cfg.ratio_level!r} passes loss_fn a keyword `level`, and "
+                         f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it a level='token' parameter "
+                         f"(see grpo.policy_loss) or set ratio_level='token'")
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
     for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
         fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
@@ -116,6 +120,17 @@ def _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callba
                          f"GroupRollout(), an instance), got {checks._short(rollout)}")
 
 
+def _takes(fn, name):
+    """Whether fn accepts the keyword argument `name` (by name or through **kwargs)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
 @contextlib.contextmanager
 def keep_history(history, cfg):
     """On an error or an interrupt mid-run, nothing is lost: the steps done so far go on the exception
@@ -184,8 +199,9 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     if cfg.mask_truncated and ro.truncated is not None:  # overlong filtering: cut rows out
         mask = mask * (~ro.truncated).to(mask.dtype)[:, None]
     mask = high_entropy_mask(ent.detach(), mask, cfg.top_entropy_frac)                  # [N, T]
+    level = {} if cfg.ratio_level == "token" else {"level": cfg.ratio_level}  # a 10-argument loss_fn still fits
     loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
-                   cfg.loss_type, cfg.max_new_tokens)
+                   cfg.loss_type, cfg.max_new_tokens, **level)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ValueError(f"train_grpo: loss_fn must return the loss as one number (a 0-dim tensor), got "
                          f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else checks._short(loss)}")
@@ -199,7 +215,7 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     if cfg.max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
     opt.step()
-    stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high)
+    stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.ratio_level)
     return loss.detach(), stats, ent.detach()
 
 

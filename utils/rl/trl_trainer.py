@@ -8,7 +8,7 @@ default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against
   loss_type = ours [dapo]: grpo, dapo, dr_grpo have our normalisations (dapo: tokens of the generation
       batch, = this batch with one process and gradient_accumulation_steps = 1; dr_grpo: N * max_new_tokens)
   epsilon, epsilon_high = eps_low, eps_high [0.2, None = epsilon]; delta = None [None]: no two-sided clip
-  importance_sampling_level = "token" [token]: a ratio per token, not GSPO's one per sequence
+  importance_sampling_level = ratio_level [token]: a ratio per token, or GSPO's one per sequence
   use_bias_correction_kl = False [True]: True multiplies the k3 KL by pi/pi_old,
       which changes the loss off-policy and the gradient always when beta > 0; ours is plain k3
   mask_truncated_completions = mask_truncated [False]; off_policy_mask_threshold = None [None]
@@ -69,7 +69,10 @@ KNOBS = [
     ("clip range (low)", "eps_low", "epsilon", "01", lambda c: c.eps_low, ""),
     ("clip-higher", "eps_high", "epsilon_high", "04", lambda c: c.eps_high, "DAPO, arXiv 2503.14476"),
     ("KL penalty", "beta", "beta", "01", lambda c: c.beta, "TRL logs the KL only when beta > 0"),
-    ("loss aggregation", "loss_type", "loss_type", "06", lambda c: c.loss_type, "grpo, dapo, dr_grpo"),
+    ("loss aggregation", "loss_type", "loss_type", "06", lambda c: c.loss_type,
+     "grpo, dapo, dr_grpo, luspo (arXiv 2602.05261: with one ratio per sequence)"),
+    ("importance-ratio level", "ratio_level", "importance_sampling_level", "06",
+     lambda c: c.ratio_level, "GSPO (arXiv 2507.18071): 'sequence'"),
     ("std scaling of advantages", "scale_std", "scale_rewards", "06",
      lambda c: "group" if c.scale_std else "none", "Dr. GRPO turns it off (arXiv 2503.20783)"),
     ("several updates per batch", "updates_per_batch", "num_iterations", "01", lambda c: c.updates_per_batch, ""),
@@ -95,7 +98,7 @@ FIXED = dict(
     gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
     lr_scheduler_type="constant_with_warmup", weight_decay=0.0,
     top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,  # plain temperature sampling, as ours
-    delta=None, importance_sampling_level="token",  # PPO's one-sided clip of a per-token ratio, as ours
+    delta=None,  # PPO's one-sided clip, as ours (the ratio's level is ratio_level's, in KNOBS)
     use_bias_correction_kl=False,  # ours is plain k3 KL; TRL's default [True] weights it by pi/pi_old
     sync_ref_model=False, off_policy_mask_threshold=None, use_adaptive_entropy=False,
     use_vllm=False,  # so no vLLM importance-sampling correction either
