@@ -5,6 +5,8 @@ aggregation, and what a short completion cap does. Usage:
     python benchmarks/lab06.py --part long     # 150 steps: outcome/process/arithmetic and the length study
     python benchmarks/lab06.py --part length   # 40 steps: the length-biased reward with and without std scaling
     python benchmarks/lab06.py --part sparse   # 40 steps on 5-digit problems: outcome against shaped
+    python benchmarks/lab06.py --part objectives        # 40 steps: the outcome reward under five objectives
+    python benchmarks/lab06.py --part objectives-long   # the same over 150 steps
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
 Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
@@ -71,6 +73,14 @@ LONG_EVAL_K = 4
 LONG_CONDITIONS = {"outcome": ("outcome", {}), "process": ("process", {}), "arithmetic": ("arithmetic", {}),
                    "outcome, dapo": ("outcome", {"loss_type": "dapo"}),
                    "outcome, dr_grpo": ("outcome", {"loss_type": "dr_grpo"})}
+# the objectives side by side (issue 35, item 3): the three token-level aggregations and the two sequence-level
+# objectives, GSPO (one importance ratio per sequence, each sequence weighed alike: arXiv 2507.18071) and LUSPO (the
+# same ratio, each sequence's loss scaled by its length: arXiv 2602.05261); the outcome reward, scale_std on, as
+# in the lab. In one part, so that every condition runs with the same code and seeds.
+OBJECTIVES = {"outcome": ("outcome", {}), "outcome, dapo": ("outcome", {"loss_type": "dapo"}),
+              "outcome, dr_grpo": ("outcome", {"loss_type": "dr_grpo"}),
+              "outcome, gspo": ("outcome", {"ratio_level": "sequence"}),
+              "outcome, luspo": ("outcome", {"loss_type": "luspo", "ratio_level": "sequence"})}
 KEEP = ("reward_mean", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac",
         "entropy", "group_reward_std", "heldout_pass@1")
 
@@ -125,7 +135,8 @@ def run(condition, table, config, eval_k, seed, steps, train=None, test=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("lab", "long", "length", "sparse"), default="lab")
+    ap.add_argument("--part", choices=("lab", "long", "length", "sparse", "objectives", "objectives-long"),
+                    default="lab")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None)
@@ -137,7 +148,9 @@ def main():
     config, table, eval_k = {"lab": (LAB_CONFIG, LAB_CONDITIONS, LAB_EVAL_K),
                              "length": (LAB_CONFIG, LENGTH_CONDITIONS, LAB_EVAL_K),
                              "sparse": (LAB_CONFIG, SPARSE_CONDITIONS, LAB_EVAL_K),
-                             "long": (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K)}[args.part]
+                             "long": (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K),
+                             "objectives": (LAB_CONFIG, OBJECTIVES, LAB_EVAL_K),
+                             "objectives-long": (LONG_CONFIG, OBJECTIVES, LONG_EVAL_K)}[args.part]
     steps = args.steps or config["steps"]
     conditions = args.conditions or list(table)
     setup(0, quiet=True)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from utils.eval.traces import check_cap, max_cap, min_cap, trace_metrics
+from utils.eval.traces import check_cap, length_controlled, max_cap, min_cap, trace_metrics
 from utils.models.policy import TRACE, load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.runs.traces import train_on_traces
@@ -67,6 +67,7 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
     assert m["length"] == (20 + 12 + 20 + 20) / 4 and m["length_right"] == 16 and m["length_wrong"] == 20
     # process: 1, 1/2 (one of two steps), 1, 1/2 (the second token does not parse) -> 0.75
     assert m["process_score"] == 0.75 and m["by_digits"] == {} and m["extra_steps"] == 0.0
+    assert m["by_length"] == {12: [1, 1], 20: [3, 1]}  # lengths 20, 12, 20, 20; right: the first two
     ro.texts = ["2+3+0=5 1+0+0=1 0+0+0=0 0+0+0=0 >15", "2+3+0=5 >15", "2+3+0=5 1+0+0=1 9+9+0=18 >15", "x"]
     assert trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)["extra_steps"] == (2 + 0 + 1 + 0) / 4  # padding
     r = rows((12, 3), (123, 4))
@@ -78,6 +79,21 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
                                   "truncated": 0.5}}
     with pytest.raises(ValueError, match="k >= 1"):
         trace_metrics(model, tok, rows((12, 3)), k=0)
+
+
+def test_length_controlled_by_hand():
+    """a: 10 samples at 30 tokens (5 right), 10 at 31 (10 right); b: 30 at 30 (15 right), 10 at 40 (none).
+    Raw: 15/20 - 15/40 = 0.375. Only 30 tokens is shared, where both score 0.5: controlled 0.0, over
+    (10 + 30) / 60 of the samples. a looked better only by the lengths it wrote."""
+    a, b = {"by_length": {30: [10, 5], 31: [10, 10]}}, {"30": [30, 15], "40": [10, 0]}  # b as read from JSON
+    r = length_controlled(a, b)
+    assert r["raw"] == pytest.approx(0.375) and r["controlled"] == 0.0 and r["overlap"] == pytest.approx(40 / 60)
+    # two shared lengths, weighted by the pooled samples: at 30, 0.5 - 0.25 (weight 20 + 4); at 31, 1.0 - 0.5 (10 + 2)
+    r = length_controlled({30: [20, 10], 31: [10, 10]}, {30: [4, 1], 31: [2, 1]})
+    assert r["controlled"] == pytest.approx((24 * 0.25 + 12 * 0.5) / 36) and r["overlap"] == 1.0
+    assert length_controlled({30: [5, 5]}, {40: [5, 0]}) == {"raw": 1.0, "controlled": None, "overlap": 0.0}
+    with pytest.raises(ValueError, match="length_controlled: b must be"):
+        length_controlled(a, None)
 
 
 def test_train_on_traces_tiny_run_is_seeded(trace_model):

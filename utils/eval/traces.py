@@ -3,6 +3,7 @@ judged, numbers that reward does not see (the runs themselves: utils.runs.traces
 benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run is one of the benchmark's.
 
     trace_metrics    the means of traces.judge()'s verdicts over sampled completions, and their lengths
+    length_controlled  two models' pass@1 compared at equal completion length
     min_cap          the fewest new tokens that hold the shortest right trace of some problems (+ EOS)
     check_cap        ValueError naming GRPOConfig.max_new_tokens when the cap cannot hold any right trace
     heldout_curve    a run's held-out pass@1 against completions sampled (or training seconds), from the base model
@@ -31,7 +32,8 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
                       over samples whose answer is right / wrong (None when there are none)
     truncated         the share stopped by max_new_tokens before EOS
     by_digits         {digits: {"pass@1", "length", "length_right", "length_wrong", "truncated"}} per level, when
-                      `rows` has a column "digits" (it sets a right trace's length: a comparison at equal length)
+                      `rows` has a column "digits" (it sets a right trace's length)
+    by_length         {length: [samples, right answers]}: what length_controlled compares two models on
     """
     if k < 1 or len(rows["prompt"]) == 0:
         raise ValueError(f"trace_metrics needs k >= 1 and at least one problem (got k={k}, "
@@ -60,7 +62,34 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
                               "length_right": mean("length", [r for r in rs if r["outcome"]]),
                               "length_wrong": mean("length", [r for r in rs if not r["outcome"]]),
                               "truncated": mean("cut", rs)}
-                          for d in sorted(set(digits or [])) for rs in [[r for r in out if r["digits"] == d]]}}
+                          for d in sorted(set(digits or [])) for rs in [[r for r in out if r["digits"] == d]]},
+            "by_length": {n: [len(rs), sum(bool(r["outcome"]) for r in rs)]
+                          for n in sorted({r["length"] for r in out}) for rs in [[r for r in out if r["length"] == n]]}}
+
+
+def length_controlled(a, b):
+    """Two models' pass@1 compared at equal length: within each completion length both wrote, a's pass@1 minus
+    b's, averaged with the two models' samples at that length as weights (direct standardisation to the pooled
+    lengths). a, b: trace_metrics results (or their "by_length", {length: [samples, right]}; keys may be strings,
+    as read back from JSON). Returns {"raw": pass@1 a - b over all samples, "controlled": the same at equal
+    length (None when no length is shared), "overlap": the share of all samples at a length both wrote}.
+    A model that wins only by writing longer (or shorter) wins "raw" and not "controlled"; a small overlap
+    says the two cannot be compared at equal length at all."""
+    def bins(x, name):
+        x = x.get("by_length", x) if isinstance(x, dict) else x
+        if not isinstance(x, dict) or not x:
+            raise ValueError(f"length_controlled: {name} must be trace_metrics' result or its by_length "
+                             f"{{length: [samples, right]}}, got {type(x).__name__}")
+        return {int(n): (int(c[0]), int(c[1])) for n, c in x.items()}
+    A, B = bins(a, "a"), bins(b, "b")
+    total = lambda d: sum(c[0] for c in d.values())  # noqa: E731
+    rate = lambda d: sum(c[1] for c in d.values()) / max(total(d), 1)  # noqa: E731
+    shared = sorted(set(A) & set(B))
+    w = {n: A[n][0] + B[n][0] for n in shared}
+    controlled = (sum(w[n] * (A[n][1] / A[n][0] - B[n][1] / B[n][0]) for n in shared) / sum(w.values())
+                  if shared else None)
+    return {"raw": rate(A) - rate(B), "controlled": controlled,
+            "overlap": sum(w.values()) / max(total(A) + total(B), 1)}
 
 
 def min_cap(tokenizer, rows):
