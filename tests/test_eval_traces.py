@@ -77,7 +77,7 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
                                   "truncated": 0.0},
                               3: {"pass@1": 0.0, "length": 20.0, "length_right": None, "length_wrong": 20.0,
                                   "truncated": 0.5}}
-    with pytest.raises(ValueError, match="k >= 1"):
+    with pytest.raises(ValueError, match="k=0 must be an integer >= 1"):
         trace_metrics(model, tok, rows((12, 3)), k=0)
 
 

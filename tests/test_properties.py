@@ -18,7 +18,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils.eval import health, metrics, scaling
+from utils.eval import control, health, metrics, scaling
+from utils.eval import traces as trace_eval
 from utils.models import cost
 from utils.rl import grpo
 from utils.tasks import arithmetic as tasks
@@ -29,7 +30,9 @@ BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -
                        [[1, 2], [3]], {}, {"a": 1}, object(), (1,), [None], ["a", "b"], [math.nan, 1.0]])
 T = lambda *v: torch.tensor(v, dtype=torch.float32)  # noqa: E731
 HIST = [dict(step=i + 1, reward_mean=0.5, group_reward_std=0.3, entropy=1.0, kl=0.01, zero_spread_frac=0.2,
-             truncated_frac=0.0) for i in range(6)]
+             truncated_frac=0.0, completions_sampled=64, train_seconds=2.0 * (i + 1),
+             **{"heldout_pass@1": 0.4 if i % 2 else None}) for i in range(6)]
+RUN = lambda acc, lr=1e-3: {"config": {"steps": 1, "lr": lr, "seed": 0}, "after": {"pass@1": acc}}  # noqa: E731
 
 # fn, good keyword arguments, a check on a successful result
 CASES = {
@@ -67,6 +70,13 @@ CASES = {
                                                       R0=0.05, grid=8, rounds=1), None),
     "cost.rate_from": (cost.rate_from, dict(seconds=2.0, flops=1e9), lambda r: r > 0),
     "cost.predict_seconds": (cost.predict_seconds, dict(flops=1e9, rate=5e8), lambda r: r >= 0),
+    "control.control_check": (control.control_check, dict(before={"pass@1": 0.25}, true_runs=[RUN(0.5), RUN(0.375)],
+                                                          random_runs=[RUN(0.3)], threshold=0.05, key="pass@1"),
+                              lambda r: r["verdict"] in control.VERDICTS and math.isfinite(r["random_gain"])),
+    "control.check_same_config": (control.check_same_config, dict(runs={"true": [RUN(0.5)], "random": [RUN(0.3)]}),
+                                  lambda r: r is None),
+    "traces.heldout_curve": (trace_eval.heldout_curve, dict(history=HIST, start=0.2, x="completions"),
+                             lambda r: len(r) == 2 and len(r[0]) == len(r[1]) >= 1),
 }
 
 

@@ -22,11 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_properties import BAD, NAMED, call_or_named
-from utils.eval import metrics
+from utils.eval import control, metrics
+from utils.eval import traces as trace_eval
 from utils.models import policy as pol
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
+from utils.rl.trl_trainer import to_trl_config, train_with_trl
+from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
 
 
@@ -43,6 +46,7 @@ def model():
 
 
 PROMPTS, ANSWERS = ["12+34=", "5+6="], ["46", "11"]
+ROWS = {"prompt": ["12+34:", "5+6:"], "a": [12, 5], "b": [34, 6], "answer": ["46", "11"]}  # a scratchpad split
 LONG = "1" * 40 + "+1="  # past the model's 32 positions
 
 
@@ -104,6 +108,13 @@ EXTRA = {
     "loss_fn": [lambda *a: None, lambda logp, *a: logp, lambda *a: "x"],
     "advantage_fn": [lambda r, *a: None, lambda r, *a: r[:1], lambda r, *a: "x"],
     "rollout": [GroupRollout(), "GroupRollout", GroupRollout],
+    "rows": [dict(ROWS, prompt=[]), {"prompt": ROWS["prompt"]}, dict(ROWS, a=[12]), dict(ROWS, a=["x", "y"]),
+             dict(ROWS, b=[None, 6]), dict(ROWS, a=[-12, 5]), dict(ROWS, a=[10**30, 5]), dict(ROWS, prompt=[LONG] * 2),
+             [ROWS], {"prompt": "12+34:", "a": 12, "b": 34, "answer": "46"}],
+    "output_dir": [3, None, "", object()],
+    "train_dataset": ["DS_NO_ANSWER", "DS_EMPTY", {"prompt": PROMPTS, "answer": ANSWERS}, PROMPTS, "DS_LONG"],
+    "peft_config": ["x", {"r": 4}, 1],
+    "use_cpu": [False, 1, "yes"], "bf16": [True, 1, "no"], "progress": ["x", 1],
 }
 
 
@@ -148,6 +159,15 @@ def _train_ok(out, kw):
         all(_finite(out[0][k]) for k in ("reward_mean", "loss", "entropy"))
 
 
+def _trace_ok(out, kw):
+    return isinstance(out, dict) and all(_finite(out[k]) and 0 <= out[k] <= 1 for k in ("pass@1", "cot_pass@1",
+                                                                                           "well_formed", "truncated"))
+
+
+def _cap_ok(out, kw):
+    return isinstance(out, int) and 1 < out <= 200
+
+
 # fn, good keyword arguments (MODEL, TOK and the IDS names stand for the fixture's model and a rollout's
 # tensors), a check on a successful result
 CASES = {
@@ -185,6 +205,18 @@ CASES = {
                                      reward_fn=strict_reward, cfg=_cfg(), eval_prompts=["1+1="], eval_answers=["2"],
                                      ref=None, callback=None, eval_rewards=None, eval_sets=None, correct_fn=None,
                                      rollout=None, progress=False), _train_ok),
+    "control.hit_rate": (control.hit_rate, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
+                                                reward_fn=strict_reward, k=2, seed=0, max_new_tokens=4),
+                         lambda r, kw: _finite(r) and 0 <= r <= 1),
+    "traces.trace_metrics": (trace_eval.trace_metrics, dict(model="MODEL", tokenizer="TOK", rows=ROWS, k=2, seed=0,
+                                                            max_new_tokens=4, batch_size=400), _trace_ok),
+    "traces.min_cap": (trace_eval.min_cap, dict(tokenizer="TOK", rows=ROWS), _cap_ok),
+    "traces.max_cap": (trace_eval.max_cap, dict(tokenizer="TOK", rows=ROWS), _cap_ok),
+    "traces.check_cap": (trace_eval.check_cap, dict(max_new_tokens=64, tokenizer="TOK", rows=ROWS),
+                         lambda r, kw: r is None),
+    "trl.to_trl_config": (to_trl_config, dict(cfg=_cfg(batch_size=8, group_size=4), output_dir="/tmp/trl-props",
+                                              use_cpu=True, bf16=False),
+                          lambda r, kw: type(r).__name__ == "GRPOConfig" and r.num_generations == kw["cfg"].group_size),
 }
 # loss_fn and advantage_fn keep their defaults in the good call
 ARGS = [(case, name) for case in sorted(CASES) for name in sorted(CASES[case][1])] + \
@@ -231,3 +263,48 @@ def test_the_good_call_is_good(model, case):
     fn, good, check = CASES[case]
     kwargs = {k: _resolve(v, model, _rollout(model)) for k, v in good.items()}
     assert check(fn(**kwargs), kwargs)
+
+
+# train_with_trl: one step of 8 completions on 8 prompts (TRL builds a trainer each call: about 0.4 s), so few draws
+TRL_GOOD = dict(policy="MODEL", tokenizer="TOK", train_dataset="DS", reward_fn=strict_reward,
+                cfg=_cfg(batch_size=8, group_size=4), eval_prompts=["1+1="], eval_answers=["2"], progress=False,
+                eval_rewards=None, eval_sets=None, correct_fn=None, peft_config=None, use_cpu=True, bf16=False)
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    from datasets import Dataset
+
+    ds = load_split("train", n=8)
+    return {"DS": ds, "DS_NO_ANSWER": ds.remove_columns("answer"), "DS_EMPTY": ds.select([]),
+            "DS_LONG": Dataset.from_dict({"prompt": [LONG] * 8, "answer": ["2"] * 8})}
+
+
+def _trl(policy, tokenizer, **kw):
+    """train_with_trl on a copy of the model (it trains in place)."""
+    return train_with_trl(copy.deepcopy(policy) if isinstance(policy, torch.nn.Module) else policy, tokenizer, **kw)
+
+
+def _trl_ok(out, kw):
+    history, trainer = out
+    return isinstance(history, list) and len(history) == kw["cfg"].steps and \
+        all(_finite(h["reward_mean"]) and _finite(h["loss"]) for h in history)
+
+
+@pytest.mark.parametrize("name", sorted(TRL_GOOD))
+@settings(max_examples=4, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_train_with_trl_bad_arguments_fail_by_name(model, datasets, name, data):
+    ro = _rollout(model)
+    bad = data.draw(st.one_of(BAD, st.sampled_from(EXTRA.get(name, [None]))), label="value")
+    kwargs = {k: datasets.get(v, v) if isinstance(v, str) else v for k, v in dict(TRL_GOOD, **{name: bad}).items()}
+    kwargs = {k: _resolve(v, model, ro) for k, v in kwargs.items()}
+    shown = f"train_with_trl({name}={bad!r})"
+    out = call_or_named(shown, _trl, kwargs, name, _names_it)
+    assert out is NAMED or _trl_ok(out, kwargs), f"{shown} returned {out!r} without complaint"
+
+
+def test_train_with_trl_good_call_is_good(model, datasets):
+    kwargs = {k: _resolve(datasets.get(v, v) if isinstance(v, str) else v, model, _rollout(model))
+              for k, v in TRL_GOOD.items()}
+    assert _trl_ok(_trl(**kwargs), kwargs)

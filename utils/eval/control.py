@@ -5,6 +5,7 @@ the explanation of the Qwen2.5-Math result: arXiv 2507.10532. The runs themselve
 """
 import numpy as np
 
+from utils import checks
 from utils.eval.metrics import evaluate
 from utils.verifiers.arithmetic import strict_reward
 
@@ -26,6 +27,7 @@ def hit_rate(model, tokenizer, prompts, answers, reward_fn=strict_reward, k=8, s
 def check_same_config(runs):
     """Raise ValueError unless every run used the same config apart from the seed.
     runs: {condition: [run dicts with a 'config' dict]}."""
+    _check_runs("check_same_config", runs)
     ref, ref_name = None, None
     for name, rs in runs.items():
         for r in rs:
@@ -36,6 +38,25 @@ def check_same_config(runs):
                 diff = sorted(k for k in ref if ref[k] != cfg.get(k))
                 raise ValueError(f"runs differ in more than the seed: {name!r} vs {ref_name!r} differ in {diff}. "
                                  f"A control is only a control if everything else is equal.")
+
+
+def _check_runs(where, runs, key=None, inside="runs"):
+    """ValueError naming the condition and the run unless runs is {condition: a list of run dicts}, each with a
+    'config' dict (and, with key, an 'after' report holding a finite number under key). inside: the argument
+    that holds the conditions (None: each condition is an argument of its own, e.g. true_runs)."""
+    if not isinstance(runs, dict):
+        raise ValueError(f"{where}: runs must be a dict {{condition: [run dicts]}}, got {checks._short(runs)}")
+    for cond, rs in runs.items():
+        name = f"{inside}[{cond!r}]" if inside else cond
+        for i, r in enumerate(checks.sequence(where, name, rs)):
+            if not isinstance(r, dict) or not isinstance(r.get("config"), dict):
+                raise ValueError(f"{where}: {name}[{i}] must be a run dict with a 'config' dict (as the runs of "
+                                 f"utils.runs.control return), got {checks._short(r)}")
+            if key is not None:
+                if not isinstance(r.get("after"), dict) or key not in r["after"]:
+                    raise ValueError(f"{where}: {name}[{i}] must hold its 'after' report with {key!r}, got "
+                                     f"{checks._short(r)}")
+                checks.number(where, f"{name}[{i}]['after'][{key!r}]", r["after"][key])
 
 
 def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass@1"):
@@ -50,8 +71,21 @@ def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass
       verdict  NOT_ONLY_VERIFIER if flagged, CONTROL_HARMFUL if harmed, NEUTRAL otherwise (exactly at
                +threshold or -threshold is NEUTRAL: the threshold itself is allowed)
       message  the verdict in a sentence, with the numbers"""
-    if not true_runs or not random_runs:
-        raise ValueError("control_check needs at least one run of each condition (true and random)")
+    where = "control_check"
+    threshold = checks.number(where, "threshold", threshold, lo=0)
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"{where}: key must be the name of a report's number (e.g. 'pass@1'), got "
+                         f"{checks._short(key)}")
+    if not isinstance(before, dict) or key not in before:
+        raise ValueError(f"{where}: before must be the base model's report (a dict with {key!r}, from policy_report), "
+                         f"got {checks._short(before)}")
+    checks.number(where, f"before[{key!r}]", before[key])
+    for name, runs in (("true_runs", true_runs), ("random_runs", random_runs)):
+        runs = checks.sequence(where, name, runs)
+        if not runs:
+            raise ValueError(f"control_check needs at least one run of each condition (true and random): {name} "
+                             f"is empty")
+        _check_runs(where, {name: runs}, key, inside=None)
     check_same_config({"true": true_runs, "random": random_runs})
     gain = lambda runs: float(np.mean([r["after"][key] - before[key] for r in runs]))  # noqa: E731
     g_true, g_rand = gain(true_runs), gain(random_runs)

@@ -10,7 +10,9 @@ benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run i
 """
 import numpy as np
 
+from utils import checks
 from utils.eval.metrics import sample_in_batches
+from utils.models.policy import fits
 from utils.tasks.scratchpad import format_trace, steps_for
 from utils.verifiers.traces import judge
 
@@ -35,13 +37,17 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
                       `rows` has a column "digits" (it sets a right trace's length)
     by_length         {length: [samples, right answers]}: what length_controlled compares two models on
     """
-    if k < 1 or len(rows["prompt"]) == 0:
-        raise ValueError(f"trace_metrics needs k >= 1 and at least one problem (got k={k}, "
-                         f"{len(rows['prompt'])} problems)")
-    a, b, ans = list(rows["a"]), list(rows["b"]), list(rows["answer"])
+    where = "trace_metrics"
+    checks.model(where, "model", model)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    cols = _rows(where, rows, ("prompt", "a", "b", "answer"))
+    k = checks.number(where, "k", k, lo=1, hi=100_000, integer=True)
+    max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
+    fits(where, "rows['prompt']", model, tokenizer, cols["prompt"], max_new_tokens)
+    a, b, ans = cols["a"], cols["b"], cols["answer"]
     digits = list(rows["digits"]) if "digits" in getattr(rows, "column_names", rows) else None
     out = []
-    for i, ro in sample_in_batches(model, tokenizer, rows["prompt"], k=k, max_new_tokens=max_new_tokens,
+    for i, ro in sample_in_batches(model, tokenizer, cols["prompt"], k=k, max_new_tokens=max_new_tokens,
                                    seed=seed, batch_size=batch_size):
         lengths = ro.completion_mask.sum(1).tolist()  # [n*k]
         for j, text in enumerate(ro.texts):
@@ -92,12 +98,39 @@ def length_controlled(a, b):
             "overlap": sum(w.values()) / max(total(A) + total(B), 1)}
 
 
+def _rows(where, rows, columns=("a", "b")):
+    """rows' `columns` as lists, after checking: a split (a datasets.Dataset or a dict of columns) that has them, of
+    one length, with at least one problem; a and b non-negative integers, prompt non-empty strings. ValueError
+    naming rows and the column otherwise."""
+    names = list(rows) if isinstance(rows, dict) else getattr(rows, "column_names", None)
+    if not isinstance(names, list):
+        raise ValueError(f"{where}: rows must be a split (a datasets.Dataset or a dict of columns {list(columns)}), "
+                         f"got {checks._short(rows)}")
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise ValueError(f"{where}: rows lacks the column(s) {missing} (it has {names})")
+    cols = {c: checks.sequence(where, f"rows[{c!r}]", rows[c]) for c in columns}
+    n = len(cols[columns[0]])
+    if n == 0:
+        raise ValueError(f"{where}: rows holds no problem: it needs at least one problem")
+    for c in columns:
+        if len(cols[c]) != n:
+            raise ValueError(f"{where}: rows[{c!r}] has {len(cols[c])} entries and rows[{columns[0]!r}] {n}: "
+                             f"one per problem")
+        if c in ("a", "b"):
+            for v in cols[c]:
+                checks.number(where, f"rows[{c!r}]", v, lo=0, hi=10**18, integer=True)
+    if "prompt" in cols:
+        checks.strings(where, "rows['prompt']", cols["prompt"])
+    return cols
+
+
 def min_cap(tokenizer, rows):
     """The fewest new tokens that hold the shortest right trace of the problems in `rows`, EOS included:
     a smaller max_new_tokens truncates every right completion."""
-    if len(rows["a"]) == 0:
-        raise ValueError("min_cap needs at least one problem")
-    shortest = min((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(rows["a"], rows["b"])),
+    checks.tokenizer("min_cap", "tokenizer", tokenizer)
+    cols = _rows("min_cap", rows)
+    shortest = min((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(cols["a"], cols["b"])),
                    key=len)
     return len(tokenizer(shortest)["input_ids"]) + 1
 
@@ -105,6 +138,7 @@ def min_cap(tokenizer, rows):
 def check_cap(max_new_tokens, tokenizer, rows):
     """Raise ValueError, naming GRPOConfig.max_new_tokens, when it cannot hold the shortest right trace of `rows`
     (every completion would be cut before its answer: reward 0, zero advantage, nothing learnt)."""
+    max_new_tokens = checks.number("check_cap", "max_new_tokens", max_new_tokens, lo=1, integer=True)
     need = min_cap(tokenizer, rows)
     if max_new_tokens < need:
         raise ValueError(f"GRPOConfig.max_new_tokens={max_new_tokens} cannot hold even the shortest right trace of "
@@ -115,7 +149,9 @@ def check_cap(max_new_tokens, tokenizer, rows):
 
 def max_cap(tokenizer, rows):
     """The new tokens that hold the longest right trace of `rows`, EOS included."""
-    longest = max((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(rows["a"], rows["b"])),
+    checks.tokenizer("max_cap", "tokenizer", tokenizer)
+    cols = _rows("max_cap", rows)
+    longest = max((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(cols["a"], cols["b"])),
                   key=len)
     return len(tokenizer(longest)["input_ids"]) + 1
 
@@ -124,8 +160,20 @@ def heldout_curve(history, start, x="completions"):
     """(xs, pass@1s) at each held-out evaluation of a train_grpo history, starting from (0, start), the base
     model's pass@1. x: "completions" (completions sampled so far, dynamic sampling's extra rounds included) or
     "seconds" (training time so far, evaluation excluded)."""
-    if x not in ("completions", "seconds"):
-        raise ValueError(f"heldout_curve: x={x!r} must be 'completions' or 'seconds'")
+    where = "heldout_curve"
+    if not isinstance(x, str) or x not in ("completions", "seconds"):
+        raise ValueError(f"{where}: x={checks._short(x)} must be 'completions' or 'seconds'")
+    checks.number(where, "start", start, lo=0, hi=1)
+    history = checks.sequence(where, "history", history)
+    need = ("completions_sampled",) if x == "completions" else ("completions_sampled", "train_seconds")
+    for i, h in enumerate(history):
+        if not isinstance(h, dict) or any(k not in h for k in need):
+            raise ValueError(f"{where}: history[{i}] must be a train_grpo record (a dict with {list(need)}), got "
+                             f"{checks._short(h)}")
+        for k in need:
+            checks.number(where, f"history[{i}][{k!r}]", h[k], lo=0)
+        if h.get("heldout_pass@1") is not None:
+            checks.number(where, f"history[{i}]['heldout_pass@1']", h["heldout_pass@1"], lo=0, hi=1)
     pts, sampled = [(0, start)], 0
     for h in history:
         sampled += h["completions_sampled"]

@@ -34,6 +34,7 @@ import time
 
 from utils import checks
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
+from utils.models.policy import fits
 from utils.rl.grpo import GRPOConfig
 
 # TRL's logged names -> ours
@@ -137,6 +138,33 @@ def trl_kwargs(cfg: GRPOConfig):
     return out
 
 
+def _check_cfg(where, cfg):
+    """cfg after checking that it is a GRPOConfig and still valid (a field may have been changed after it was built)."""
+    if not isinstance(cfg, GRPOConfig):
+        raise ValueError(f"{where}: cfg must be a GRPOConfig, got {checks._short(cfg)}")
+    cfg.validate()
+    return cfg
+
+
+def _check_dataset(where, name, ds, policy, tokenizer, max_new_tokens):
+    """ds after checking that it is a datasets.Dataset with the columns prompt and answer, at least one row, and
+    text prompts that fit the model's positions with max_new_tokens more (ValueError naming `name` otherwise)."""
+    cols = getattr(ds, "column_names", None)
+    if not isinstance(cols, list) or not hasattr(ds, "select"):
+        raise ValueError(f"{where}: {name} must be a datasets.Dataset with columns prompt and answer (e.g. "
+                         f"utils.tasks.arithmetic.load_split('train')), got {checks._short(ds)}")
+    missing = [c for c in ("prompt", "answer") if c not in cols]
+    if missing:
+        raise ValueError(f"{where}: {name} lacks the column(s) {missing}: it needs prompt and answer (has {cols})")
+    if len(ds) == 0:
+        raise ValueError(f"{where}: {name} is empty: it needs at least one row")
+    prompts = ds["prompt"]
+    if all(isinstance(p, str) for p in prompts):  # not a conversational dataset (TRL takes lists of messages too)
+        fits(where, f"{name}['prompt']", policy, tokenizer, checks.strings(where, f"{name}['prompt']", prompts),
+             max_new_tokens)
+    return ds
+
+
 def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True, bf16=False):
     """A trl.GRPOConfig with the same hyper-parameters and loss as our config: the mapped fields of KNOB_MAP
     plus FIXED (see the module docstring for each loss option and TRL's default). cfg.batch_size is the
@@ -145,7 +173,13 @@ def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True, bf16=False):
     bf16=True trains in bfloat16 mixed precision (a GPU that has it; see settings_for)."""
     import trl
 
-    cfg.validate()
+    _check_cfg("to_trl_config", cfg)
+    if not isinstance(output_dir, (str, os.PathLike)) or not str(output_dir):
+        raise ValueError(f"to_trl_config: output_dir must be a folder's path (a non-empty str), got "
+                         f"{checks._short(output_dir)}")
+    for name, flag in (("use_cpu", use_cpu), ("bf16", bf16)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"to_trl_config: {name} must be True or False, got {checks._short(flag)}")
     check_split(cfg, world_size())
     if cfg.dynamic_sampling:
         raise ValueError("GRPOConfig.dynamic_sampling=True has no trl.GRPOConfig field (TRL trains every group it "
@@ -253,8 +287,25 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     from tqdm.auto import tqdm
     from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
-    cfg.validate()
+    where = "train_with_trl"
+    _check_cfg(where, cfg)
+    checks.model(where, "policy", policy)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    checks.function(where, "reward_fn", reward_fn)
+    checks.function(where, "correct_fn", correct_fn, none=True)
+    if eval_rewards is not None and not isinstance(eval_rewards, dict):
+        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
+                         f"{checks._short(eval_rewards)}")
+    for name, fn in (eval_rewards or {}).items():
+        checks.function(where, f"eval_rewards[{name!r}]", fn)
+    if peft_config is not None and not all(hasattr(peft_config, a) for a in ("peft_type", "task_type")):
+        raise ValueError(f"{where}: peft_config must be a peft config (e.g. peft.LoraConfig(...)) or None, got "
+                         f"{checks._short(peft_config)}")
+    _check_dataset(where, "train_dataset", train_dataset, policy, tokenizer, cfg.max_new_tokens)
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
+    for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, as in train_grpo
+        fits(where, "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
+             list(ps)[:cfg.eval_n], cfg.max_new_tokens)
     history = []
     t0 = [None]
 
