@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from utils.eval import control, health, metrics, scaling
 from utils.eval import traces as trace_eval
 from utils.models import cost
+from utils.notebook import exercises
 from utils.rl import grpo
 from utils.tasks import arithmetic as tasks
 from utils.tasks import curation
@@ -160,3 +161,39 @@ def test_config_fields_fail_by_name(field, bad):
     elif default is not None:
         assert type(value) is type(default), f"{field}={bad!r} became {value!r}"
 
+
+
+def _raises(error):
+    def learner_fn(*args, **kwargs):
+        raise error
+    return learner_fn
+
+
+# a learner's function gone wrong: not a function at all, the wrong arguments, a result of the wrong kind, an error
+BAD_LEARNER = [None, 3, "my_fn", [], lambda: 1.0, lambda *a: None, lambda *a: "x", lambda *a: [[1.0, 2.0], [3.0]],
+               lambda *a: math.nan, lambda *a: math.inf, lambda *a: {"a": 1}, lambda *a: object(), lambda *a: {"kl"},
+               lambda *a: (1.0, 2.0), lambda *a: -1, lambda *a: torch.full((3, 3), math.nan), lambda *a: [],
+               _raises(RuntimeError("boom")), _raises(KeyError("reward")), _raises(ZeroDivisionError("division")),
+               _raises(IndexError("index 3 is out of bounds")), _raises(AssertionError("my own assert")),
+               _raises(TypeError("unsupported operand")), _raises(ValueError("bad")), _raises(RecursionError()),
+               lambda *a: [1.0] * 10**6]
+CHECKS = sorted(n for n in exercises.__all__ if n.startswith("check_"))
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(fn=st.sampled_from(BAD_LEARNER))
+def test_exercise_checks_reject_a_bad_learner_function_clearly(check, fn):
+    """An exercise check given a broken learner function (not callable, the wrong arguments, None or the wrong kind
+    back, an error inside it) raises one ExerciseError that names the learner's function (my_<name>): never an
+    error from inside the check, never a pass, and no chained traceback (the learner sees one message)."""
+    name = "my_" + check.removeprefix("check_")
+    try:
+        out = getattr(exercises, check)(fn)
+    except exercises.ExerciseError as e:
+        assert name in str(e), f"{check}({fn!r}): the message does not name {name}: {e}"
+        assert e.__cause__ is None and (e.__context__ is None or e.__suppress_context__), f"{check}: chained: {e}"
+        return
+    except Exception as e:  # noqa: BLE001 - the point: nothing else may come out
+        pytest.fail(f"{check}({fn!r}) raised {type(e).__name__} from inside the check: {e}")
+    pytest.fail(f"{check} passed a broken function {fn!r} (returned {out!r})")

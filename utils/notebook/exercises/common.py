@@ -1,9 +1,78 @@
-"""What every lab's checks share: ExerciseError and the helpers that compare a result with the reference."""
+"""What every lab's checks share: ExerciseError, the guard every check wears (learner_check) and the helpers that
+compare a result with the reference."""
+import functools
+import os
+import re
+import sysconfig
+import traceback
+
 import torch
 
 
 class ExerciseError(AssertionError):
     """A learner's function disagrees with the reference on a worked case."""
+
+
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # utils/
+_INSTALLED = tuple({os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _learner_frames(err):
+    """The traceback entries of err that are the learner's code (a notebook cell, a test), not the library's, the
+    standard library's or an installed package's."""
+    return [f for f in traceback.extract_tb(err.__traceback__)
+            if not os.path.realpath(f.filename).startswith((_LIBRARY + os.sep,) + _INSTALLED)]
+
+
+def learner_check(takes, returns):
+    """A check's guard: check(fn) with fn the learner's my_<name>, called as my_<name>(takes) and expected to return
+    `returns`. A fn that is not a function, that cannot be called that way, that raises, or whose result the check
+    cannot read fails with one ExerciseError saying what to fix, never a traceback from deep inside the check."""
+    def wrap(check):
+        name = "my_" + check.__name__.removeprefix("check_")
+
+        @functools.wraps(check)
+        def guarded(fn, *args, **kwargs):
+            if not callable(fn):
+                raise ExerciseError(f"{check.__name__} takes your function itself: {check.__name__}({name}), with "
+                                    f"{name}{takes} -> {returns}; got {_short(repr(fn))}, which is not a function"
+                                    + (" (did you call it? pass it without the parentheses)" if fn is not None else
+                                       " (did the cell that defines it run, and does it end with a return?)"))
+            try:
+                return check(fn, *args, **kwargs)
+            except ExerciseError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the point: a learner's error becomes one clear message
+                raise ExerciseError(_what_to_fix(name, takes, returns, e)) from None
+        return guarded
+    return wrap
+
+
+def _what_to_fix(name, takes, returns, err):
+    """The message for an error that escaped a check: raised in the learner's code, a call with the wrong arguments,
+    or a result the check could not read."""
+    said = f"{type(err).__name__}: {_short(str(err), 200)}"
+    mine = _learner_frames(err)
+    if isinstance(err, TypeError) and re.search(r"positional argument|keyword argument|takes \d+|required",
+                                                 str(err)) and not mine[1:]:
+        return (f"{name} could not be called as {name}{takes}: {said}. Give it exactly these arguments and return "
+                f"{returns}.")
+    if mine:
+        where = mine[-1]
+        line = f" (line {where.lineno} of {where.name}: {where.line.strip()!r})" if where.line else \
+            f" (line {where.lineno} of {where.name})"
+        return (f"{name} raised {said}{line}. Fix that error: the check calls {name}{takes} on small worked cases "
+                f"and expects {returns}.")
+    return f"{name} returned a result the check cannot read ({said}): it must return {returns}."
+
+
+def _short(x, n=80):
+    """repr(x) (a str as it is), cut to n characters."""
+    try:
+        r = x if isinstance(x, str) else repr(x)
+    except Exception:  # noqa: BLE001 - an object whose repr fails
+        r = f"<{type(x).__name__}>"
+    return r if len(r) <= n else r[: n - 3] + "..."
 
 
 def _note(name, reference):

@@ -1,7 +1,7 @@
 """Lab 01's checks (GRPO from scratch): group advantages, policy loss, completion log-probs."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _compare, _first_match, _note
+from utils.notebook.exercises.common import ExerciseError, _compare, _first_match, _note, learner_check
 from utils.rl import grpo
 
 UNBIASED_STD_MESSAGE = (
@@ -48,6 +48,7 @@ def _advantage_variants(r, group_size, scale_std, baseline):
     return out
 
 
+@learner_check("(rewards, group_size, scale_std, baseline)", "the advantages, a tensor [N]")
 def check_group_advantages(fn):
     """Check fn(rewards [N], group_size, scale_std=True, baseline='mean') -> advantages [N]: mean and median
     baselines (odd and even groups), with and without std scaling, several groups, an all-equal group.
@@ -168,6 +169,8 @@ def _loss_and_grad(fn, args):
     return loss.detach().float().reshape(()), grad
 
 
+@learner_check("(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)",
+               "the loss, a scalar tensor")
 def check_policy_loss(fn):
     """Check fn(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
     -> loss, a scalar tensor (policy_loss's contract), on worked cases that reach every branch: each side of
@@ -271,6 +274,7 @@ def _row_by_row_logprobs(model, prompt_ids, prompt_mask, completion_ids, complet
     return out
 
 
+@learner_check("(model, prompt_ids, prompt_mask, completion_ids, completion_mask)", "the log-probs, a tensor [N, T]")
 def check_completion_logprobs(fn):
     """Check fn(model, prompt_ids, prompt_mask, completion_ids, completion_mask) -> logp [N, T] (the first output of
     utils.models.policy.completion_logprobs) on a tiny random GPT-2 and a batch with left-padded prompts of three

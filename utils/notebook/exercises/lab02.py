@@ -1,5 +1,5 @@
 """Lab 02's checks (weak vs strong verifiers): a careful match, cases that break last_number_match."""
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, learner_check
 
 # Cases the shipped suite does not hold: a written verifier is also judged on these, so that
 # fitting the suite case by case shows up as a lower score here.
@@ -23,6 +23,7 @@ def _suite_errors(fn, cases):
     return bad
 
 
+@learner_check("(text, answer)", "1.0 or 0.0")
 def check_careful_match(fn, min_coverage=0.95):
     """Check a learner's match(text, answer) -> 0.0/1.0 verifier on the adversarial suite and on
     hidden cases: no false positives anywhere (a wrong answer must never score 1), coverage at least
@@ -59,6 +60,7 @@ def breaking_cases():
     return [("67 66", 66, 0.0), ("xx66yy", 66, 0.0), ("066", 66, 0.0), ("-0", 0, 0.0)]
 
 
+@learner_check("()", "a list of (output, answer, label) triples")
 def check_breaking_cases(fn, target=None, min_cases=3):
     """fn() -> list of (output, answer, label) triples that `target` (default: last_number_match)
     judges wrongly. Labels are checked against careful_match, the lab's best arithmetic judge.

@@ -1,7 +1,8 @@
 """Lab 03's checks (the random-reward control): a random reward, the control check."""
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, learner_check
 
 
+@learner_check("(p, seed)", "a reward function (completions, answer) -> one 0.0 or 1.0 per completion")
 def check_random_reward(fn):
     """Check fn(p, seed) -> reward function paying 1.0 with probability p whatever the completion:
     the rate on 20,000 calls is within 0.015 of p, right and wrong outputs are paid alike, the same seed
@@ -49,6 +50,7 @@ def check_random_reward(fn):
     return fn
 
 
+@learner_check("(before, true_runs, random_runs, threshold)", "a dict with true_gain, random_gain, flagged and harmed")
 def check_control_check(fn):
     """Check fn(before, true_runs, random_runs, threshold) -> dict with true_gain, random_gain, flagged (random
     gain > threshold) and harmed (random gain < -threshold) on worked cases, one per branch and both edges

@@ -1,9 +1,10 @@
 """Lab 04's checks (entropy collapse): token entropy, the health check."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note, _run
+from utils.notebook.exercises.common import ExerciseError, _note, _run, learner_check
 
 
+@learner_check("(logits, mask)", "the mean entropy in nats, a scalar tensor or a number")
 def check_token_entropy(fn):
     """Check fn(logits [N, T, V], mask [N, T]) -> mean entropy in nats over the masked positions: each
     position where mask is 1 counts once (rows with more positions weigh more), masked positions not at all,
@@ -40,6 +41,7 @@ def check_token_entropy(fn):
                             f"not row by row).") from None
 
 
+@learner_check('(history, window)', 'the set of failed checks ("spread", "entropy", "kl")')
 def check_health_check(fn):
     """Check fn(history, window=5) -> set of failed check names ("spread", "entropy", "kl") against
     utils.eval.health.health_check on worked histories (the default window and window=2, a history shorter

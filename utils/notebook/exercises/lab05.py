@@ -1,7 +1,8 @@
 """Lab 05's check (pass@k): the unbiased pass@k estimator."""
-from utils.notebook.exercises.common import ExerciseError, _note
+from utils.notebook.exercises.common import ExerciseError, _note, learner_check
 
 
+@learner_check("(n, c, k)", "pass@k, a number in [0, 1]")
 def check_pass_at_k(fn):
     """Check fn(n, c, k) -> unbiased pass@k: equal to exact enumeration over all k-subsets for n <= 8,
     exactly 1.0 when n - c < k, finite and in [0, 1] for n = 1024, ValueError for k > n, negative

@@ -1,7 +1,7 @@
 """Lab 06's checks (reward design on reasoning traces): step credit, token weights."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, learner_check
 from utils.rl import grpo
 
 # Lab 06: (a, b, text, expected credit, what the case tests). 478 + 356: 8+6+0=14 7+5+1=13 4+3+1=8 >834
@@ -23,6 +23,7 @@ STEP_CASES = [
 ]
 
 
+@learner_check("(text, a, b)", "the process reward, a number in [0, 1]")
 def check_step_credit(fn):
     """Check fn(text, a, b) -> the process reward of one completion (traces.step_credit) on STEP_CASES: one case
     per rule (position, padding, skipping, carries, unreadable tokens, None, over-long text). Returns the
@@ -39,7 +40,7 @@ def check_step_credit(fn):
         except Exception as e:  # noqa: BLE001 - report the learner's exception as a failed case
             raise ExerciseError(f"my_step_credit({text!r:.60}, {a}, {b}) raised {type(e).__name__}: {e}. A verifier "
                                 f"never raises: anything unreadable scores 0.0 ({what}).") from None
-        if not isinstance(got, (int, float)) or isinstance(got, bool) or abs(float(got) - want) > 1e-9:
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or not abs(float(got) - want) <= 1e-9:
             raise ExerciseError(f"my_step_credit on {what}:\n  completion {text!r:.70} for {a}+{b} "
                                 f"(right steps {' '.join('{}+{}+{}={}'.format(*s) for s in _steps(a, b))})\n"
                                 f"  expected {want:.4f}, got {got!r}\nRule: count written steps equal to the "
@@ -55,6 +56,7 @@ def _steps(a, b):
     return steps_for(a, b)
 
 
+@learner_check("(mask, loss_type, max_len)", "the weights, a tensor [N, T]")
 def check_token_weights(fn):
     """Check fn(mask, loss_type, max_len) -> [N, T] weight of each token's loss in aggregate(): compared with
     grpo.token_weights (the gradient of the aggregate with respect to each token's loss) for each loss type on

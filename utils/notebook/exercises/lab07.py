@@ -1,7 +1,7 @@
 """Lab 07's checks (data and compute): the sweet spot, dynamic sampling's refill, the best asymptote."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, learner_check
 
 SWEET_CASES = [  # (rates, lo, hi, the indices in the band, what the case tests)
     ([0.0, 0.25, 0.3, 0.5, 0.7, 0.75, 1.0], 0.3, 0.7, [2, 3, 4], "both ends of the band are inside"),
@@ -13,6 +13,7 @@ SWEET_CASES = [  # (rates, lo, hi, the indices in the band, what the case tests)
 ]
 
 
+@learner_check("(rates, lo, hi)", "the indices of the prompts inside the band, a list of ints")
 def check_sweet_spot(fn):
     """Check fn(rates, lo, hi) -> the indices of the prompts whose pass rate r has lo <= r <= hi, in order, on
     SWEET_CASES; like curation.sweet_spot it raises a ValueError when the band is empty or upside down (a filter
@@ -59,6 +60,7 @@ FILL_CASES = [  # (rounds of rewards, G, n_groups, expected (kept, rounds used),
 ]
 
 
+@learner_check("(round_rewards, G, n_groups)", "(kept, rounds_used), kept a list of (round, group) pairs")
 def check_fill_batch(fn):
     """Check fn(round_rewards, G, n_groups) -> (kept (round, group) pairs, rounds used), dynamic sampling's
     refill (rollout.fill_batch), on FILL_CASES. Returns the function to use."""
@@ -96,6 +98,7 @@ FIT_CASES = [  # (C, R, R0, C_mid, B, what the case tests): the expected A is be
 ]
 
 
+@learner_check("(C, R, R0, C_mid, B)", "the asymptote A, one number")
 def check_best_asymptote(fn):
     """Check fn(C, R, R0, C_mid, B) -> the least-squares asymptote A of the sigmoid at fixed C_mid and B
     (scaling.best_asymptote) on FIT_CASES. Returns the function to use."""

@@ -1,5 +1,5 @@
 """Lab 08's check (from the toy to a real model): diagnose a run's summary."""
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference
+from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, learner_check
 
 DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
     (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9), [],
@@ -33,6 +33,7 @@ DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
 ]
 
 
+@learner_check("(summary)", "the list of DIAGNOSES names the summary shows")
 def check_diagnose(fn):
     """Check fn(summary) -> the list of DIAGNOSES names a run's summary shows (health.diagnose) on DIAGNOSE_CASES.
     Returns the function to use."""
