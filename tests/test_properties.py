@@ -5,8 +5,11 @@ the right kind, or raise ValueError or TypeError whose message names the argumen
 inside numpy or torch, never a silent NaN.
 
 The functions are those a learner or a lab calls directly without a model (the maths of the loss, pass@k,
-the health check, the task and curation helpers, the verifiers, the scaling fit, the cost model); GRPOConfig
-is checked field by field. Those that take a model (sample, completion_logprobs, evaluate and the other
+the health check, the task and curation helpers, the verifiers, the scaling fit, the cost model, the random-reward
+control's verdict, Lab 06's held-out curve); GRPOConfig is checked field by field. The exercise checks get the
+same property for the learner's function they are passed (BAD_LEARNER: not a function, the wrong arguments, None
+or the wrong kind back, an error inside it): one ExerciseError naming my_<name>, never an error from inside.
+Those that take a model (sample, completion_logprobs, evaluate and the other
 sampling functions of utils/eval/metrics.py, train_grpo) get the same property, with BAD and the mistakes of
 a call with a model, in tests/test_properties_models.py (the shipped model loaded once); tests/test_bad_input.py
 checks chosen cases of them by hand, with the exact message each gives.

@@ -8,6 +8,10 @@ is not a multiple of group_size) while the others stay good. The call must then 
 result of the right kind (a Rollout of len(prompts) * k rows, finite numbers), or raise ValueError or
 TypeError whose message names the argument (for a config, GRPOConfig or the field).
 
+The same property covers the random-reward control's hit_rate, Lab 06's trace measures (trace_metrics, min_cap,
+max_cap, check_cap: a bad `rows` split too) and TRL's path: to_trl_config, and train_with_trl (one step of eight
+completions, a few draws per argument, since TRL builds a trainer on each call).
+
 The shipped model (4 layers, 128 wide) is loaded once; each call samples a few tokens of one or two prompts
 and train_grpo trains one step of four completions, so the file runs in well under a minute on two cores.
 """
