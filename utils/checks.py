@@ -140,9 +140,23 @@ def _short(x, n=60):
 
 def reward_scores(fn, role, texts, answers, columns):
     """fn(texts, answers, **columns), checked where it enters: one finite number per completion, or a ValueError
-    naming the function (its role: reward_fn, correct_fn), the completion and what came back."""
-    out = fn(texts, answers, **columns)
+    naming the function (its role: reward_fn, correct_fn), the completion and what came back; a function that
+    cannot take these arguments (a parameter named like a column gets it twice) fails the same way, before the call."""
+    import inspect
+
     name = f"{role} {getattr(fn, '__name__', type(fn).__name__)!r}"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or other callable without one: it is just called
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(texts, answers, **columns)
+        except TypeError as e:
+            raise ValueError(f"{name} cannot be called as {role}(completions, answer, **columns) with the columns "
+                             f"{sorted(columns)}: {e}. Take **kwargs for the columns, and name no parameter like "
+                             f"one of them") from None
+    out = fn(texts, answers, **columns)
     if isinstance(out, (str, bytes)) or not hasattr(out, "__len__") or len(out) != len(texts):
         raise ValueError(f"{name} must return one number per completion: got {len(texts)} completions and "
                          f"{len(out) if hasattr(out, '__len__') else type(out).__name__} back")
