@@ -7,6 +7,8 @@ aggregation, and what a short completion cap does. Usage:
     python benchmarks/lab06.py --part sparse   # 40 steps on 5-digit problems: outcome against shaped
     python benchmarks/lab06.py --part objectives        # 40 steps: the outcome reward under five objectives
     python benchmarks/lab06.py --part objectives-long   # the same over 150 steps
+    python benchmarks/lab06.py --part objectives-offpolicy   # 40 steps, 4 updates per batch (ratios move off 1)
+    python benchmarks/lab06.py --part sequence-clip   # the same for GSPO and LUSPO at GSPO's clip range
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
 Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
@@ -81,7 +83,17 @@ OBJECTIVES = {"outcome": ("outcome", {}), "outcome, dapo": ("outcome", {"loss_ty
               "outcome, dr_grpo": ("outcome", {"loss_type": "dr_grpo"}),
               "outcome, gspo": ("outcome", {"ratio_level": "sequence"}),
               "outcome, luspo": ("outcome", {"loss_type": "luspo", "ratio_level": "sequence"})}
-KEEP = ("reward_mean", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac",
+# On-policy (one update per batch) every ratio is 1 when the gradient is taken, so GSPO's gradient is GRPO's and
+# LUSPO's is dr_grpo's times max_len (tests/test_grpo.py): the sequence-level objectives differ only off-policy.
+# Four updates per batch (Lab 04's knob) move the ratios off 1 after the first.
+OFFPOLICY = {k: (r, dict(c, updates_per_batch=4)) for k, (r, c) in OBJECTIVES.items()}
+# A sequence's ratio is a geometric mean of its tokens' ratios, so it strays from 1 far less than a token's: a clip
+# range of 0.2 hardly ever binds on it. GSPO's paper clips sequence ratios at 3e-4 below and 4e-4 above 1.
+SEQ_CLIP = {"outcome, gspo, clip 3e-4/4e-4": ("outcome", dict(OFFPOLICY["outcome, gspo"][1], eps_low=3e-4,
+                                                                  eps_high=4e-4)),
+            "outcome, luspo, clip 3e-4/4e-4": ("outcome", dict(OFFPOLICY["outcome, luspo"][1], eps_low=3e-4,
+                                                                   eps_high=4e-4))}
+KEEP = ("reward_mean", "clip_frac", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac",
         "entropy", "group_reward_std", "heldout_pass@1")
 
 
@@ -135,8 +147,8 @@ def run(condition, table, config, eval_k, seed, steps, train=None, test=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("lab", "long", "length", "sparse", "objectives", "objectives-long"),
-                    default="lab")
+    ap.add_argument("--part", choices=("lab", "long", "length", "sparse", "objectives", "objectives-long",
+                                       "objectives-offpolicy", "sequence-clip"), default="lab")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None)
@@ -150,7 +162,9 @@ def main():
                              "sparse": (LAB_CONFIG, SPARSE_CONDITIONS, LAB_EVAL_K),
                              "long": (LONG_CONFIG, LONG_CONDITIONS, LONG_EVAL_K),
                              "objectives": (LAB_CONFIG, OBJECTIVES, LAB_EVAL_K),
-                             "objectives-long": (LONG_CONFIG, OBJECTIVES, LONG_EVAL_K)}[args.part]
+                             "objectives-long": (LONG_CONFIG, OBJECTIVES, LONG_EVAL_K),
+                             "objectives-offpolicy": (LAB_CONFIG, OFFPOLICY, LAB_EVAL_K),
+                             "sequence-clip": (LAB_CONFIG, SEQ_CLIP, LAB_EVAL_K)}[args.part]
     steps = args.steps or config["steps"]
     conditions = args.conditions or list(table)
     setup(0, quiet=True)

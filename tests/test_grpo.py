@@ -288,6 +288,23 @@ def test_sequence_ratio_spreads_the_gradient_evenly():
         assert lp.grad[1, 1].item() == 0.0  # padding: no gradient
 
 
+def test_on_policy_the_sequence_objectives_are_token_ones():
+    """With old_logp = logp (one update per batch: every ratio is 1 where the gradient is taken) GSPO's gradient is
+    GRPO's, -A_i / (N |o_i|) on each token, and LUSPO's is dr_grpo's times max_len, -A_i / N: the sequence-level
+    objectives differ from the token-level ones only off-policy (benchmarks/lab06.py, part objectives-offpolicy)."""
+    logp, _, ref, adv, mask = batch()
+
+    def grad(loss_type, level, max_len=None):
+        lp = logp.clone().requires_grad_(True)
+        policy_loss(lp, lp.detach(), ref, adv, mask, 0.2, 0.2, 0.0, loss_type, max_len, level=level).backward()
+        return lp.grad
+
+    want = torch.tensor([[-1 / 4, -1 / 4], [1 / 2, 0.0]])  # A = [+1, -1], lengths [2, 1], N = 2
+    assert torch.allclose(grad("grpo", "token"), want) and torch.allclose(grad("grpo", "sequence"), want)
+    assert torch.allclose(grad("luspo", "sequence"), 4 * grad("dr_grpo", "token", max_len=4))
+    assert torch.allclose(grad("luspo", "sequence"), torch.tensor([[-0.5, -0.5], [0.5, 0.0]]))
+
+
 def test_luspo_weighs_each_sequence_by_its_length():
     """token_weights: luspo gives every token 1/N, so a sequence's weight is its length / N."""
     mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
