@@ -77,8 +77,8 @@ def control_check(before, true_runs, random_runs, threshold=THRESHOLD, key="pass
         raise ValueError(f"{where}: key must be the name of a report's number (e.g. 'pass@1'), got "
                          f"{checks._short(key)}")
     if not isinstance(before, dict) or key not in before:
-        raise ValueError(f"{where}: before must be the base model's report (a dict with {key!r}, from policy_report), "
-                         f"got {checks._short(before)}")
+        raise ValueError(f"{where}: before must be the base model's report (a dict with key={key!r}, from "
+                         f"policy_report), got {checks._short(before)}")
     checks.number(where, f"before[{key!r}]", before[key])
     for name, runs in (("true_runs", true_runs), ("random_runs", random_runs)):
         runs = checks.sequence(where, name, runs)

@@ -109,6 +109,18 @@ FIXED = dict(
 )
 
 
+# the first trl whose LUSPO with a KL term (beta > 0) was checked to equal ours (tests/test_trl_loss.py); 1.8, the
+# lowest requirements.txt allows, multiplies the per-token loss by the length and averages over every position,
+# padding included, once the KL makes the loss per token
+LUSPO_KL_MASKED = "1.16"
+
+
+def _older(version, than):
+    from packaging.version import Version
+
+    return Version(version) < Version(than)
+
+
 def knob_table():
     """The knob map as rows {concept, ours, trl, lab, note} (Lab 08 shows it as a table)."""
     return [{k: row[k] or "(none)" for k in ("concept", "ours", "trl", "lab", "note")} for row in KNOB_MAP]
@@ -188,6 +200,11 @@ def to_trl_config(cfg: GRPOConfig, output_dir, use_cpu=True, bf16=False):
     if cfg.baseline != "mean":
         raise ValueError(f"GRPOConfig.baseline={cfg.baseline!r} has no trl.GRPOConfig field (TRL's GRPOTrainer only "
                          f"has the group mean); set GRPOConfig.baseline='mean' for train_with_trl")
+    if cfg.loss_type == "luspo" and cfg.beta > 0 and _older(trl.__version__, LUSPO_KL_MASKED):
+        raise ValueError(f"GRPOConfig.loss_type='luspo' with beta={cfg.beta} is another objective in trl "
+                         f"{trl.__version__}: its LUSPO sums the KL over the padding too (tests/test_trl_loss.py; "
+                         f"checked equal to ours from trl {LUSPO_KL_MASKED}). Set beta=0, or install trl>="
+                         f"{LUSPO_KL_MASKED}")
     if bf16:
         import torch
 
