@@ -165,3 +165,12 @@ def reward_scores(fn, role, texts, answers, columns):
             raise ValueError(f"{name} returned {v!r} for completion {i} ({texts[i][:60]!r}, answer {answers[i]!r}): "
                              f"every score must be a finite number (a verifier never raises or returns None)")
     return out
+
+
+def function_dict(where, name, d):
+    """d as a dict {label: function} or None (eval_rewards), each value checked by function(); ValueError names it."""
+    if d is not None and not isinstance(d, dict):
+        raise ValueError(f"{where}: {name} must be a dict {{name: reward_fn}} or None, got {_short(d)}")
+    for label, fn in (d or {}).items():
+        function(where, f"{name}[{label!r}]", fn)
+    return d

@@ -153,11 +153,7 @@ def heldout_metrics(model, tokenizer, eval_sets, eval_rewards=None, n=200, tempe
     n = checks.number(where, "n", n, lo=1, integer=True)
     max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
     checks.function(where, "correct_fn", correct_fn, none=True)
-    if eval_rewards is not None and not isinstance(eval_rewards, dict):
-        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
-                         f"{checks._short(eval_rewards)}")
-    for r_name, fn in (eval_rewards or {}).items():
-        checks.function(where, f"eval_rewards[{r_name!r}]", fn)
+    checks.function_dict(where, "eval_rewards", eval_rewards)
     if not isinstance(eval_sets, dict):
         raise ValueError(f"{where}: eval_sets must be a dict {{name: (prompts, answers)}}, got "
                          f"{checks._short(eval_sets)}")

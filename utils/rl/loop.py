@@ -110,11 +110,7 @@ def _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callba
         checks.function(where, name, fn)
     for name, fn in (("correct_fn", correct_fn), ("callback", callback)):
         checks.function(where, name, fn, none=True)
-    if eval_rewards is not None and not isinstance(eval_rewards, dict):
-        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
-                         f"{checks._short(eval_rewards)}")
-    for name, fn in (eval_rewards or {}).items():
-        checks.function(where, f"eval_rewards[{name!r}]", fn)
+    checks.function_dict(where, "eval_rewards", eval_rewards)
     if rollout is not None and (isinstance(rollout, type) or not callable(getattr(rollout, "start", None))):
         raise ValueError(f"{where}: rollout must be None or an object with a start() method (utils/rl/rollout.py: "
                          f"GroupRollout(), an instance), got {checks._short(rollout)}")

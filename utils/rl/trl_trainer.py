@@ -310,11 +310,7 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     checks.tokenizer(where, "tokenizer", tokenizer)
     checks.function(where, "reward_fn", reward_fn)
     checks.function(where, "correct_fn", correct_fn, none=True)
-    if eval_rewards is not None and not isinstance(eval_rewards, dict):
-        raise ValueError(f"{where}: eval_rewards must be a dict {{name: reward_fn}} or None, got "
-                         f"{checks._short(eval_rewards)}")
-    for name, fn in (eval_rewards or {}).items():
-        checks.function(where, f"eval_rewards[{name!r}]", fn)
+    checks.function_dict(where, "eval_rewards", eval_rewards)
     if peft_config is not None and not all(hasattr(peft_config, a) for a in ("peft_type", "task_type")):
         raise ValueError(f"{where}: peft_config must be a peft config (e.g. peft.LoraConfig(...)) or None, got "
                          f"{checks._short(peft_config)}")
