@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from utils.eval.traces import check_cap, length_controlled, max_cap, min_cap, trace_metrics
+from utils.eval.traces import best_of_n, check_cap, length_controlled, max_cap, min_cap, trace_metrics
 from utils.models.policy import TRACE, load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.runs.traces import train_on_traces
@@ -120,3 +120,23 @@ def test_heldout_curve_by_hand():
     assert heldout_curve(hist, 0.3, x="seconds") == ((0, 2.5, 3.0), (0.3, 0.4, 0.5))
     with pytest.raises(ValueError, match="x='steps'"):
         heldout_curve(hist, 0.3, x="steps")
+
+
+def test_best_of_n_by_hand(monkeypatch, trace_model):
+    """Problem 12+3 (15), n=4: the vote goes to a wrong answer two samples share; the step verdicts pick the one
+    sample whose steps are all valid. Problem 12+4 (16): no sample right, so no rule can be."""
+    model, tok = trace_model
+    from utils.eval import traces as trace_eval
+
+    ro = Scripted()
+    ro.texts = ["2+3+0=5 1+0+0=1 >16", "2+3+0=5 1+0+0=1 >16", "2+3+0=5 1+0+0=1 >15", "2+3+0=6 1+0+0=1 >15",
+                "x", "2+4+0=6 >6", "2+4+0=7 1+0+0=1 >17", "2+4+0=6 1+0+0=2 >26"]
+    monkeypatch.setattr(trace_eval, "sample_in_batches", lambda *a, **k: iter([(0, ro)]))
+    got = best_of_n(model, tok, rows((12, 3), (12, 4)), n=4)
+    # one sample: 2 of 4 right, then 0 of 4 -> 0.25; majority: '16' (twice, first) wrong, then '6'/'17'/'26'
+    # (once each: the first, '6') wrong; step verdicts: sample 3 (all valid), then the best of the wrong ones
+    assert got == {"one sample": 0.25, "majority vote": 0.0, "step verdicts": 0.5, "any of n": 0.5, "n": 4}
+    ro.texts = ro.texts[2:4] + ro.texts[:2] + ro.texts[4:]   # the two '15's first: the vote is right now
+    assert best_of_n(model, tok, rows((12, 3), (12, 4)), n=4)["majority vote"] == 0.5
+    with pytest.raises(ValueError, match="n=0 must be an integer >= 1"):
+        best_of_n(model, tok, rows((12, 3)), n=0)

@@ -17,6 +17,7 @@ from utils.rl.grpo import (
     loss_stats,
     per_token_loss,
     policy_loss,
+    process_advantages,
     token_weights,
 )
 from utils.rl.loop import train_grpo, update
@@ -723,3 +724,62 @@ def test_zero_spread_by_hand():
     assert zero_spread(torch.tensor([1.0, 1.0, 0.0, 1.0]), 2).tolist() == [True, False]
     assert zero_spread(torch.tensor([0.5, 0.5, 0.5, 0.0, 0.0, 0.0]), 3).tolist() == [True, True]
     assert zero_spread(torch.tensor([0.0, 0.1, 0.0]), 3).tolist() == [False]
+
+
+# ---------------------------------------------------------------- per-step credit (process supervision)
+def test_process_advantages_by_hand():
+    """One group of two completions (G=2), steps ending at tokens 1 and 3 of each, verdicts [1, 1] and [1, 0]:
+    mean 0.75, population std sqrt(3)/4 = 0.4330; a right step normalises to 0.25/0.4330 = 0.5774, the wrong one
+    to -0.75/0.4330 = -1.7321; a token gets the sum over the steps that end at it or after it."""
+    r = torch.tensor([[0.0, 1, 0, 1], [0, 1, 0, 0]])
+    m = torch.tensor([[0, 1, 0, 1], [0, 1, 0, 1]]).bool()
+    a = process_advantages(r, m, 2, eps=0.0)
+    right, wrong = 0.25 / (3 ** 0.5 / 4), -0.75 / (3 ** 0.5 / 4)
+    want = torch.tensor([[2 * right] * 2 + [right] * 2, [right + wrong] * 2 + [wrong] * 2])
+    assert torch.allclose(a, want, atol=1e-6)
+    # without the std division: the centred verdicts, 0.25 and -0.75
+    assert torch.allclose(process_advantages(r, m, 2, scale_std=False),
+                          torch.tensor([[0.5, 0.5, 0.25, 0.25], [-0.5, -0.5, -0.75, -0.75]]))
+    # groups are normalised apart: a second group whose verdicts all agree gets 0 everywhere
+    r2, m2 = torch.cat([r, torch.ones(2, 4)]), torch.cat([m, m])
+    a2 = process_advantages(r2, m2, 2)
+    assert torch.allclose(a2[:2], want, atol=1e-3) and (a2[2:] == 0).all()
+    # tokens after a completion's last step get 0; a token between steps gets the later steps' sum
+    r3 = torch.tensor([[1.0, 0, 0, 0, 0], [0, 0, 0, 0, 0]])
+    m3 = torch.tensor([[1, 0, 0, 0, 0], [1, 0, 0, 0, 0]]).bool()
+    a3 = process_advantages(r3, m3, 2, eps=0.0)
+    assert torch.allclose(a3, torch.tensor([[1.0, 0, 0, 0, 0], [-1.0, 0, 0, 0, 0]]))
+
+
+def test_process_advantages_bad_input_is_named():
+    r, m = torch.zeros(4, 3), torch.ones(4, 3, dtype=torch.bool)
+    with pytest.raises(ValueError, match="step_mask"):
+        process_advantages(r, torch.ones(4, 2, dtype=torch.bool), 2)
+    with pytest.raises(ValueError, match="step_rewards"):
+        process_advantages(torch.tensor([[math.nan, 0, 0]] * 4), m, 2)
+    with pytest.raises(ValueError, match="group_size"):
+        process_advantages(r, m, 3)
+
+
+def test_per_token_advantages_equal_the_same_advantage_on_every_token():
+    """adv [N, T] holding each completion's advantage on every token gives the loss, the gradient and the stats
+    of adv [N]; a token's own advantage moves only that token's loss."""
+    torch.manual_seed(0)
+    logp0, old = torch.randn(3, 5) * 0.3 - 1, torch.randn(3, 5) * 0.3 - 1
+    adv, mask = torch.tensor([1.0, -0.5, 0.2]), torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    for loss_type in ("grpo", "dapo", "dr_grpo"):
+        grads = []
+        for a in (adv, adv[:, None].expand(3, 5).clone()):
+            logp = logp0.clone().requires_grad_(True)
+            loss = policy_loss(logp, old, old, a, mask, 0.2, 0.2, 0.0, loss_type, 5)
+            loss.backward()
+            grads.append((loss.detach(), logp.grad, loss_stats(logp.detach(), old, old, a, mask, 0.2, 0.2)))
+        assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1]), loss_type
+        assert grads[0][2] == grads[1][2]
+    a = torch.zeros(3, 5)
+    a[1, 2] = 1.0
+    logp = logp0.clone().requires_grad_(True)
+    policy_loss(logp, old, old, a, mask).backward()
+    assert (logp.grad != 0).sum() == 1 and logp.grad[1, 2] < 0
+    with pytest.raises(ValueError, match=r"one per token \[N, T\]"):
+        policy_loss(logp0, old, old, torch.zeros(3, 4), mask)

@@ -9,7 +9,7 @@ import torch
 from utils.models.policy import load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
-from utils.rl.rollout import Batch, GroupRollout
+from utils.rl.rollout import Batch, GroupRollout, StepRollout, token_verdicts
 
 CFG = dict(steps=2, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
@@ -89,3 +89,65 @@ def test_group_rollout_rows_come_in_groups_with_their_own_columns():
     assert all(seen["idx"][j] == seen["idx"][j - j % 4] for j in range(8))
     assert seen["answer"] == [ANSWERS[i] for i in seen["idx"]] and b.right is None
     assert b.counts == {"completions_sampled": cfg.batch_size}
+
+
+def test_step_rollout_places_each_verdict_on_its_last_token():
+    """Verdicts land on the token holding the step's last character; one at the end of the text on the completion's
+    last token (EOS included); two on one token count once, the lower; the columns reach steps_fn per completion."""
+    policy, tok = load_policy()
+    seen = []
+
+    def steps_fn(text, idx):
+        seen.append(idx)
+        return [(1, 1.0), (len(text), 0.5), (len(text), 1.0)] if text else []
+    cfg = GRPOConfig(**CFG)
+    draw = StepRollout(columns={"idx": [0, 1, 2, 3]}, steps_fn=steps_fn, outcome_weight=0.5).start(
+        policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    b = draw(0)
+    assert b.steps.outcome_weight == 0.5 and len(seen) == cfg.batch_size and seen == [seen[j - j % 4] for j in range(8)]
+    for i, text in enumerate(b.ro.texts):
+        n = int(b.ro.completion_mask[i].sum())
+        at = b.steps.mask[i].nonzero().flatten().tolist()
+        if not text:
+            assert at == []
+            continue
+        # the token holding character 1 (the first token that decodes to something), unless the text ends there
+        first = next(t for t in range(n) if len(tok.decode(b.ro.completion_ids[i, :t + 1], skip_special_tokens=True)))
+        assert at == sorted({first if len(text) > 1 else n - 1, n - 1}), (text, at)
+        assert b.steps.rewards[i, n - 1] == 0.5 and (len(text) == 1 or b.steps.rewards[i, first] == 1.0)
+
+
+def test_step_rollout_bad_input_is_named():
+    policy, tok = load_policy()
+    cfg = GRPOConfig(**CFG)
+    with pytest.raises(ValueError, match="steps_fn"):
+        StepRollout().start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    with pytest.raises(ValueError, match="outcome_weight"):
+        StepRollout(steps_fn=lambda t: [], outcome_weight=-1).start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    with pytest.raises(ValueError, match="dynamic_sampling"):
+        StepRollout(steps_fn=lambda t: []).start(policy, tok, PROMPTS, ANSWERS, half_right,
+                                                 GRPOConfig(**dict(CFG, dynamic_sampling=True)))
+    for bad, what in ((lambda t: None, "list of"), (lambda t: [(len(t) + 1, 1.0)], "end <="),
+                      (lambda t: [(0, "yes")], "verdict"), (lambda t: [(True, 1.0)], "pairs")):
+        draw = StepRollout(steps_fn=bad).start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+        with pytest.raises(ValueError, match=what):
+            draw(0)
+
+
+def test_token_verdicts_refuse_a_tokenizer_that_does_not_spell_the_text():
+    policy, tok = load_policy()
+    b = GroupRollout().start(policy, tok, PROMPTS, ANSWERS, half_right, GRPOConfig(**CFG))(0)
+    ro = dataclasses.replace(b.ro, texts=[t + "!" for t in b.ro.texts])
+    with pytest.raises(ValueError, match="do not spell"):
+        token_verdicts(lambda t: [], ro, tok, [{}] * len(ro.texts))
+
+
+def test_step_rollout_with_agreeing_verdicts_trains_as_the_outcome_alone():
+    """Verdicts that all agree carry no advantage: with outcome_weight 1 the run is GroupRollout's to the bit, with
+    outcome_weight 0 nothing moves (every advantage is 0)."""
+    same = lambda text: [(len(text), 1.0)]  # noqa: E731
+    d_group, h_group = moved(GroupRollout())
+    d_one, h_one = moved(StepRollout(steps_fn=same, outcome_weight=1.0))
+    d_zero, _ = moved(StepRollout(steps_fn=same, outcome_weight=0.0))
+    assert d_one == d_group > 0 and [h["loss"] for h in h_one] == [h["loss"] for h in h_group]
+    assert d_zero == 0.0

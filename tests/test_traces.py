@@ -114,7 +114,7 @@ def test_never_raises_and_one_score_each():
     junk = [None, b"8+6+0=14 >14", 834, 8.5, "1" * 10 ** 6, " ".join(["1+1+0=2"] * 10_000) + " >2",
             "", [{"role": "assistant", "content": GOOD}], {"x": 1}, "\x00>834"]
     fns = [T.outcome_reward, T.format_reward, T.arithmetic_reward, T.process_reward, T.process_strict_reward,
-           T.trace_reward, T.shaped_reward(), T.rubric_reward, T.length_biased_reward()]
+           T.trace_reward, T.shaped_reward(), T.rubric_reward, T.length_biased_reward(), T.valid_steps_reward]
     for fn in fns:
         got = fn(junk, answer="834", a=478, b=356)  # shared column values are allowed too
         assert len(got) == len(junk) and all(isinstance(g, float) for g in got)
@@ -168,3 +168,34 @@ def test_noisy_traces_are_what_their_kind_says():
         assert set(text) <= set(sp.ALPHABET)
     assert seen == set(sp.NOISE)
     assert sp.noisy_trace(random.Random(3), 478, 356, noise={"right": 1.0}) == ("right", GOOD)
+
+
+@pytest.mark.parametrize("text, want", [
+    (GOOD, [(8, True), (17, True), (25, True), (30, True)]),
+    ("6+8+0=14 5+7+1=13 3+4+1=8 >834", [(8, True), (17, True), (25, True), (30, True)]),  # operands swapped
+    # a slip in column 2 (no carry): only that step is wrong; the next step's carry follows the written 12, and
+    # the answer 824 is what the steps spell, so the answer's verdict holds although the answer is wrong
+    ("8+6+0=14 7+5+0=12 4+3+1=8 >824", [(8, True), (17, False), (25, True), (30, True)]),
+    ("8+6+0=14 7+5+1=13 4+3+0=7 >734", [(8, True), (17, True), (25, False), (30, True)]),  # carry 1 dropped
+    ("8+6+0=14 7+5+1=13 >34", [(8, True), (17, True), (21, False)]),       # a column missing: the answer fails
+    ("8+6+0=14 7+5+1=13 4+3+1=8 0+0+0=0 >834",                              # a step past the last column
+     [(8, True), (17, True), (25, True), (33, False), (38, False)]),
+    ("8+6+0=14 7+5+1=13 4+3+1=8 >835", [(8, True), (17, True), (25, True), (30, False)]),  # answer not spelt
+    ("8+6+0=14 7+5+1=13 4+3+1=8 >834 x", [(8, True), (17, True), (25, True), (30, False)]),  # text after it
+    ("8+6+0=14 7+5+1=13 4+3+1=8", [(8, True), (17, True), (25, True), (25, False)]),  # no answer: judged at the end
+    ("8+6+0=14 7+5+1=13 4+3+1=9 >934", [(8, True), (17, True), (25, False), (30, True)]),  # a false sum
+    ("8+6+0=14 hm 4+3+1=8 >834", [(8, True), (11, False), (19, True), (24, False)]),  # unreadable: true carry next
+    ("", []), (None, []), ("1" * (T.MAX_CHARS + 1), []),
+])
+def test_step_verdicts_by_hand(text, want):
+    assert T.step_verdicts(text, 478, 356) == want
+    v = T.valid_steps_reward([text], answer=["834"], a=[478], b=[356])
+    assert v == [sum(ok for _, ok in want) / len(want) if want else 0.0]
+
+
+def test_step_verdicts_bad_operands_and_short_numbers():
+    assert T.step_verdicts(GOOD, "x", 356) == [] and T.step_verdicts(GOOD, -1, 356) == []
+    # 5 + 37: one column has one digit only (0 stands for the missing one, either side)
+    assert T.step_verdicts("5+7+0=12 0+3+1=4 >42", 5, 37) == [(8, True), (16, True), (20, True)]
+    assert T.step_verdicts("5+7+0=12 3+0+1=4 >42", 5, 37) == [(8, True), (16, True), (20, True)]
+    assert T.step_verdicts("5+7+0=12 3+1+0=4 >42", 5, 37) == [(8, True), (16, False), (20, True)]

@@ -4,6 +4,7 @@ benchmarks/lab06.py and the notebook share these, so the notebook's seed-0 run i
 
     trace_metrics    the means of traces.judge()'s verdicts over sampled completions, and their lengths
     length_controlled  two models' pass@1 compared at equal completion length
+    best_of_n        choosing one of n samples: by majority vote, or by the steps' verdicts (Lightman et al.'s use)
     min_cap          the fewest new tokens that hold the shortest right trace of some problems (+ EOS)
     check_cap        ValueError naming GRPOConfig.max_new_tokens when the cap cannot hold any right trace
     heldout_curve    a run's held-out pass@1 against completions sampled (or training seconds), from the base model
@@ -14,7 +15,7 @@ from utils import checks
 from utils.eval.metrics import sample_in_batches
 from utils.models.policy import fits
 from utils.tasks.scratchpad import format_trace, steps_for
-from utils.verifiers.traces import judge
+from utils.verifiers.traces import judge, parse, step_verdicts
 
 METRICS = ("pass@1", "cot_pass@1", "steps_exact", "well_formed", "arithmetic_score", "process_score", "length",
            "length_right", "length_wrong", "truncated")
@@ -71,6 +72,45 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
                           for d in sorted(set(digits or [])) for rs in [[r for r in out if r["digits"] == d]]},
             "by_length": {n: [len(rs), sum(bool(r["outcome"]) for r in rs)]
                           for n in sorted({r["length"] for r in out}) for rs in [[r for r in out if r["length"] == n]]}}
+
+
+def best_of_n(model, tokenizer, rows, n=8, seed=0, max_new_tokens=64, batch_size=400):
+    """n samples (temperature 1, seeded) of each problem in `rows`, then one chosen per problem, and how often the
+    chosen answer is right, by the rule that chose it:
+
+    one sample     any one of the n (the mean over them: pass@1)
+    majority vote  the answer most samples give (ties: the one given first), self-consistency; needs no judge
+    step verdicts  the sample whose step verdicts (traces.step_verdicts: each step as arithmetic for its column, and
+                   whether the steps spell the answer) are most often valid (ties: the first); reads the problem,
+                   never the answer. A process judge used as Lightman et al. used theirs (arXiv 2305.20050):
+                   to choose among samples, not to train
+    any of n       some sample is right (pass@n): the most any rule could reach
+    Returns those four shares (over problems) and n."""
+    where = "best_of_n"
+    checks.model(where, "model", model)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    cols = _rows(where, rows, ("prompt", "a", "b", "answer"))
+    n = checks.number(where, "n", n, lo=1, hi=1000, integer=True)
+    max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
+    fits(where, "rows['prompt']", model, tokenizer, cols["prompt"], max_new_tokens)
+    texts = []
+    for _, ro in sample_in_batches(model, tokenizer, cols["prompt"], k=n, max_new_tokens=max_new_tokens, seed=seed,
+                                   batch_size=batch_size):
+        texts.extend(ro.texts)
+    out = {"one sample": [], "majority vote": [], "step verdicts": [], "any of n": []}
+    for p in range(len(cols["prompt"])):
+        a, b, want = cols["a"][p], cols["b"][p], str(cols["answer"][p])
+        group = texts[p * n:(p + 1) * n]
+        answers = [(parse(t) or {}).get("answer") for t in group]
+        right = [x is not None and x == want for x in answers]
+        given = [x for x in answers if x is not None]
+        vote = max(given, key=lambda x: (given.count(x), -given.index(x))) if given else None
+        score = [np.mean([ok for _, ok in v]) if v else 0.0 for v in (step_verdicts(t, a, b) for t in group)]
+        out["one sample"].append(np.mean(right))
+        out["majority vote"].append(vote == want)
+        out["step verdicts"].append(right[int(np.argmax(score))])
+        out["any of n"].append(any(right))
+    return {k: float(np.mean(v)) for k, v in out.items()} | {"n": n}
 
 
 def length_controlled(a, b):

@@ -83,6 +83,39 @@ def group_advantages(rewards, group_size, scale_std=True, baseline="mean", eps=1
     return adv.view(-1)
 
 
+def process_advantages(step_rewards, step_mask, group_size, scale_std=True, eps=1e-4):
+    """Per-token advantages from per-step rewards: process supervision in GRPO (DeepSeekMath, arXiv 2402.03300,
+    section 4.1.3). step_rewards [N, T]: a step's reward at the token where the step ends (0 elsewhere);
+    step_mask [N, T] bool: True at those tokens. Each step reward is normalised over all the steps of its group
+    (the G completions of one prompt), r~ = (r - mean) / (std + eps) (no division if not scale_std), and token t
+    gets the sum of r~ over the steps that end at t or after it:
+
+        A_t = sum of r~_j over the steps j of its completion with end(j) >= t
+
+    so a token is credited with how the steps it leads into turned out, and a wrong step costs only the tokens
+    up to it. Tokens after a completion's last step get 0. Returns [N, T] float32. E.g. one group of two
+    completions, G=2, steps ending at tokens 1 and 3 of each, rewards [1, 1] and [1, 0]: mean 0.75, std 0.433,
+    r~ = 0.577 (a right step), -1.732 (the wrong one); the first completion's tokens 0-1 get 1.155, tokens
+    2-3 0.577; the second's 0-1 get -1.155, 2-3 -1.732."""
+    r = checks.tensor("process_advantages", "step_rewards", step_rewards, dims=2).float()
+    if not isinstance(step_mask, torch.Tensor) or step_mask.shape != r.shape:
+        raise ValueError(f"process_advantages: step_mask must be a bool tensor of shape {tuple(r.shape)} (True where "
+                         f"a step ends), got {_what(step_mask)}")
+    G = _group_size("process_advantages", "group_size", group_size, r[:, 0])
+    eps = checks.number("process_advantages", "eps", eps, lo=0)
+    N, T = r.shape
+    m = step_mask.bool().view(-1, G * T).float()                            # [n_groups, G * T]
+    rg = r.view(-1, G * T) * m
+    n = m.sum(1, keepdim=True).clamp(min=1)                                 # steps in each group
+    mean = rg.sum(1, keepdim=True) / n
+    norm = (rg - mean) * m
+    if scale_std:
+        std = ((norm ** 2).sum(1, keepdim=True) / n).sqrt()                 # population std over the group's steps
+        norm = norm / (std + eps)
+    norm = norm.view(N, T)
+    return norm.flip(1).cumsum(1).flip(1)              # [N, T]: the sum over the steps ending at t or after
+
+
 def kl_k3(logp, ref_logp):
     """k3 estimator of KL(pi || pi_ref) per token (Schulman 2020): exp(d) - d - 1, d = ref - logp.
     Always >= 0; unbiased for the KL when tokens are sampled from pi. Shapes [N, T] -> [N, T]."""
@@ -109,26 +142,32 @@ def log_ratio(logp, old_logp, mask=None, level="token"):
 def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None):
     """GRPO's per-token loss, before any averaging (PPO's clipped surrogate, arXiv 1707.06347, plus a KL
     penalty). logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
-    policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N]. Returns [N, T]:
+    policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N], one per completion, or
+    [N, T], one per token (process_advantages). Returns [N, T]:
 
         l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
     with ratio_t = exp(logp_t - old_logp_t), or with level "sequence" one ratio for all of a sequence's
     tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that.
     """
     logp, old_logp, ref_logp = _logps("per_token_loss", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
-    if not isinstance(adv, torch.Tensor) or adv.dim() != 1 or not torch.isfinite(adv).all():
-        raise ValueError(f"per_token_loss: adv must be a [N] tensor of finite advantages, got {_what(adv)}")
-    if adv.shape[0] != logp.shape[0]:
-        raise ValueError(f"per_token_loss: adv has {adv.shape[0]} rows and logp {logp.shape[0]}: one advantage "
-                         f"per completion")
+    a = _advantages("per_token_loss", adv, logp)                       # [N, 1] or [N, T]
     eps_low, eps_high = (checks.number("per_token_loss", n, v, lo=0) for n, v in (("eps_low", eps_low),
                                                                                   ("eps_high", eps_high)))
     beta = checks.number("per_token_loss", "beta", beta, lo=0)
     ratio = torch.exp(log_ratio(logp, old_logp, mask, level))          # [N, T], or [N, 1] per sequence
-    a = adv[:, None]                                                    # [N, 1]
     surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
     kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
     return -surr + beta * kl                                            # [N, T]
+
+
+def _advantages(where, adv, logp):
+    """adv [N] (one per completion) as [N, 1], or [N, T] (one per token) as it is; checked against logp [N, T]."""
+    ok = isinstance(adv, torch.Tensor) and adv.dim() in (1, 2) and adv.shape[0] == logp.shape[0] and \
+        (adv.dim() == 1 or adv.shape == logp.shape)
+    if not ok or not torch.isfinite(adv).all():
+        raise ValueError(f"{where}: adv must be a tensor of finite advantages, one per completion [N] = "
+                         f"[{logp.shape[0]}] or one per token [N, T] = {list(logp.shape)}, got {_what(adv)}")
+    return adv[:, None] if adv.dim() == 1 else adv
 
 
 def aggregate(per_token, mask, loss_type="grpo", max_len=None):
@@ -187,7 +226,7 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
     kl         mean k3 KL to the reference per token"""
     m = mask.to(logp.dtype)
     n = m.sum().clamp(min=1)
-    ratio, a = torch.exp(log_ratio(logp, old_logp, mask, level)), adv[:, None]
+    ratio, a = torch.exp(log_ratio(logp, old_logp, mask, level)), _advantages("loss_stats", adv, logp)
     clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
     return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 

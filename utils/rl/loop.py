@@ -12,7 +12,15 @@ from tqdm.auto import tqdm
 from utils import checks
 from utils.eval.metrics import eval_sets_of, heldout_keys, heldout_metrics
 from utils.models.policy import completion_logprobs, fits, masked_mean
-from utils.rl.grpo import GRPOConfig, group_advantages, high_entropy_mask, loss_stats, policy_loss, zero_spread
+from utils.rl.grpo import (
+    GRPOConfig,
+    group_advantages,
+    high_entropy_mask,
+    loss_stats,
+    policy_loss,
+    process_advantages,
+    zero_spread,
+)
 from utils.rl.rollout import GroupRollout
 
 
@@ -68,6 +76,9 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
                 raise ValueError(f"train_grpo: advantage_fn must return a tensor of one advantage per completion "
                                  f"{tuple(b.rewards.shape)}, got {checks._short(adv)}")
             adv = adv.to(device)
+            if b.steps is not None:  # per-step credit (rollout.StepRollout): one advantage per token, [N, T]
+                adv = b.steps.outcome_weight * adv[:, None] + process_advantages(
+                    b.steps.rewards, b.steps.mask, cfg.group_size, cfg.scale_std).to(device)
             ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
             for _ in range(cfg.updates_per_batch):                                  # 4. update
                 loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
@@ -183,7 +194,8 @@ def reference_logprobs(ref, ro, cfg):
 
 
 def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
-    """One optimizer step on rollout `ro` with advantages adv [N]. Returns (loss, stats, entropy [N, T]).
+    """One optimizer step on rollout `ro` with advantages adv [N] (or [N, T], one per token). Returns (loss,
+    stats, entropy [N, T]).
     With cfg.top_entropy_frac < 1 the loss sees only the highest-entropy tokens; with cfg.entropy_coef
     > 0 it gets an entropy bonus; with cfg.mask_truncated the truncated completions are left out of the
     loss (their rows of the mask are zeroed; they still count in the group's advantages).

@@ -35,11 +35,22 @@ from utils.rl.grpo import zero_spread
 
 
 @dataclass
+class StepCredit:
+    """Per-step rewards of a batch, placed on tokens (StepRollout): the loop turns them into per-token advantages
+    (grpo.process_advantages) and adds outcome_weight times the completion's own advantage."""
+    rewards: torch.Tensor        # [N, T] a step's reward at the token where it ends, 0 elsewhere
+    mask: torch.Tensor           # [N, T] bool, True at those tokens
+    outcome_weight: float
+
+
+@dataclass
 class Batch:
     ro: Rollout
     rewards: torch.Tensor        # [N]
     right: torch.Tensor | None   # [N] bool
     counts: dict
+    prompt_idx: np.ndarray | None = None   # [N / G] the prompts drawn (None under dynamic sampling)
+    steps: StepCredit | None = None        # per-step credit (StepRollout), None for one reward per completion
 
 
 @dataclass
@@ -101,8 +112,76 @@ class GroupRollout:
                 ro, rewards, right, counts = dynamic_batch(draw_round, pick(), pick, cfg, tokenizer.pad_token_id,
                                                            deadline)
                 return Batch(ro, rewards, right, counts)
-            return Batch(*draw_round(pick()), {"completions_sampled": cfg.batch_size})
+            idx = pick()
+            return Batch(*draw_round(idx), {"completions_sampled": cfg.batch_size}, prompt_idx=idx)
         return draw
+
+
+@dataclass
+class StepRollout(GroupRollout):
+    """GroupRollout plus a verdict on every step of every completion, for per-step credit (process supervision,
+    DeepSeekMath arXiv 2402.03300 section 4.1.3). steps_fn(text, **columns) -> [(end, ok)] judges one completion:
+    end is the character position just past a step, ok its verdict (bool or a number; e.g. Lab 06's
+    utils.verifiers.traces.step_verdicts with the columns a and b). Each verdict is placed on the token holding the
+    step's last character; a verdict at the end of the text goes on the completion's last token (its EOS if it
+    wrote one), and two on one token count as one, the lower. The loop then trains on
+    process_advantages(verdicts) + outcome_weight * the usual advantage of reward_fn (0: the steps alone).
+    reward_fn still gives each completion's reward for the record. Not with dynamic sampling."""
+    steps_fn: object = None
+    outcome_weight: float = 1.0
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        checks.function("StepRollout", "steps_fn", self.steps_fn)
+        w = checks.number("StepRollout", "outcome_weight", self.outcome_weight, lo=0)
+        if cfg.dynamic_sampling:
+            raise ValueError("StepRollout: per-step credit does not combine with cfg.dynamic_sampling (which keeps "
+                             "groups by their completions' rewards): set dynamic_sampling=False")
+        draw, columns, G = super().start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn), \
+            dict(self.columns or {}), cfg.group_size
+
+        def draw_steps(step):
+            b = draw(step)
+            cols = [{name: col[i] for name, col in columns.items()} for i in b.prompt_idx for _ in range(G)]
+            b.steps = StepCredit(*token_verdicts(self.steps_fn, b.ro, tokenizer, cols), w)
+            return b
+        return draw_steps
+
+
+def token_verdicts(steps_fn, ro, tokenizer, columns):
+    """StepRollout's placing of verdicts on tokens: (rewards [N, T] float32, mask [N, T] bool). columns: one dict
+    of keyword arguments for steps_fn per completion. A verdict's token is the first whose text reaches the
+    verdict's end (the tokens' texts, decoded one by one, must spell the completion's text)."""
+    N, T = ro.completion_ids.shape
+    rewards, mask = torch.zeros(N, T), torch.zeros(N, T, dtype=torch.bool)
+    piece = {}
+    for i in range(N):
+        n = int(ro.completion_mask[i].sum())
+        ids = ro.completion_ids[i, :n].tolist()
+        for t in ids:
+            if t not in piece:
+                piece[t] = tokenizer.decode([t], skip_special_tokens=True)
+        ends = np.cumsum([len(piece[t]) for t in ids]) if ids else np.zeros(0, dtype=int)
+        text = ro.texts[i]
+        if "".join(piece[t] for t in ids) != text:
+            raise ValueError("StepRollout: this tokenizer's tokens, decoded one by one, do not spell the completion's "
+                             f"text ({text[:40]!r}), so a step cannot be placed on its tokens")
+        verdicts = steps_fn(text, **columns[i])
+        if not isinstance(verdicts, (list, tuple)):
+            raise ValueError(f"StepRollout: steps_fn must return a list of (end, ok) pairs, got "
+                             f"{checks._short(verdicts)} for completion {i}")
+        for v in verdicts:
+            if not (isinstance(v, (list, tuple)) and len(v) == 2 and isinstance(v[0], (int, np.integer))
+                    and not isinstance(v[0], bool) and 0 <= v[0] <= len(text)):
+                raise ValueError(f"StepRollout: steps_fn's verdicts must be (end, ok) pairs with 0 <= end <= "
+                                 f"len(text) = {len(text)}, got {checks._short(v)} for completion {i}")
+            ok = float(v[1]) if isinstance(v[1], (bool, np.bool_)) else \
+                checks.number("StepRollout", f"steps_fn's verdict for completion {i}", v[1])
+            if n == 0:
+                continue
+            t = n - 1 if v[0] >= len(text) else min(int(np.searchsorted(ends, v[0])), n - 1)
+            rewards[i, t] = min(rewards[i, t].item(), ok) if mask[i, t] else ok
+            mask[i, t] = True
+    return rewards, mask
 
 
 def scores(fn, role, texts, answers, columns, dtype=torch.float32):

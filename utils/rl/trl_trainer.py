@@ -88,6 +88,8 @@ KNOBS = [
      "no field: TRL trains every group; filter prompts by pass rate (Lab 07) instead"),
     ("baseline", "baseline", None, "03", None, "TRL has the group mean only"),
     ("curriculum", "GroupRollout(pools=)", None, "07", None, "no field: TRL shuffles; order the dataset yourself"),
+    ("credit per step", "StepRollout(steps_fn=)", None, "06", None,
+     "no field: TRL's reward functions give one number per completion (process supervision, arXiv 2402.03300)"),
     ("the reward functions", "reward_fn", "GRPOTrainer(reward_funcs=)", "02", None,
      "a trainer argument, same signature; several are summed with reward_weights"),
     ("LoRA adapter", "peft_config", "GRPOTrainer(peft_config=)", "08", None, "a trainer argument (peft)"),

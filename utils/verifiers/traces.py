@@ -97,6 +97,64 @@ def step_credit(text, a, b):
         return 0.0
 
 
+_TOKEN = re.compile(r"[^ \n]+")
+
+
+def step_verdicts(text, a, b):
+    """Each step of one completion judged on its own, for per-step credit (process supervision): a list of
+    (end, ok), end the character position just past the step in `text`, ok a bool. [] for a non-string, a text over
+    MAX_CHARS characters or operands that are not non-negative ints.
+
+    Written step i (each space-separated token before the answer) is valid when it reads "x+y+c=s" with x and y
+    the digits of column i in either order (8+6 or 6+8), c the carry the trace's own previous step produced (its
+    s // 10; 0 for the first step; the true carry if the previous step is unreadable) and s = x + y + c; a step
+    past the last column is not. So a step is judged as arithmetic for its column, not against one canonical
+    trace, and a slip costs only the step where it is made. Then one verdict for the answer, ending at the answer
+    (or at the end of the text if there is none): valid when the answer is what the steps spell (answer_follows),
+    every step is readable and there is one step per column. A trace valid at every verdict has the right answer.
+    E.g. "8+6+0=14 5+7+1=13 4+3+1=8 >834" for 478 + 356: [(8, True), (17, True), (25, True), (30, True)]."""
+    ab = _ints(a, b)
+    if not isinstance(text, str) or len(text) > MAX_CHARS or ab is None:
+        return []
+    expected = steps_for(*ab)
+    out, steps, prev, final = [], [], None, None
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        tok = m.group()
+        if tok.startswith(">"):
+            final = m
+            break
+        got = _STEP.fullmatch(tok)
+        s = tuple(int(g) for g in got.groups()) if got else None
+        carry = 0 if i == 0 else prev[3] // 10 if prev else expected[i][2] if i < len(expected) else 0
+        ok = s is not None and i < len(expected) and sorted(s[:2]) == sorted(expected[i][:2]) and s[2] == carry \
+            and s[0] + s[1] + s[2] == s[3]
+        out.append((m.end(), ok))
+        steps.append(s)
+        prev = s
+    end = final.end() if final else len(text.rstrip(" \n"))
+    if end == 0:
+        return out
+    answer = final.group()[1:] if final and _ANSWER.fullmatch(final.group()) else None
+    follows = answer is not None and len(steps) == len(expected) and all(s is not None for s in steps) and \
+        answer_from_steps(steps) == answer and not text[end:].strip(" \n")
+    out.append((end, follows))
+    return out
+
+
+def valid_steps_reward(completions, answer=None, a=None, b=None, **kwargs):
+    """The share of a completion's step verdicts that are valid (step_verdicts: each step as arithmetic for its
+    column, then whether the answer is what the steps spell); 0.0 for nothing readable. One number per completion,
+    for the record; a per-step run trains on the verdicts themselves (utils/rl/rollout.py, StepRollout)."""
+    out = []
+    for text, _, x, y in per_completion(completions, answer, a, b):
+        try:
+            v = step_verdicts(text, x, y)
+        except Exception:  # noqa: BLE001 - a verifier never raises
+            v = []
+        out.append(sum(ok for _, ok in v) / len(v) if v else 0.0)
+    return out
+
+
 def _judged(completions, answer, a, b, score):
     """score(judge(...)) for each completion, as floats; 0.0 for whatever cannot be judged (never raises)."""
     out = []
