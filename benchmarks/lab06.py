@@ -127,19 +127,11 @@ def reward_fn(name):
 
 def sparse_train():
     """SPARSE_TRAIN fresh 5-digit problems (a Dataset like the splits), none of them in the ood split."""
-    import random
-
     from datasets import Dataset
 
     from utils.tasks import scratchpad
     ood = set(scratchpad.load_split("ood")["prompt"])
-    rng, rows, seen = random.Random(SPARSE_TRAIN_SEED), [], set()
-    while len(rows) < SPARSE_TRAIN:
-        p = scratchpad.make_problem(rng, 5)
-        if p["prompt"] not in ood and p["prompt"] not in seen:
-            seen.add(p["prompt"])
-            rows.append(p)
-    return Dataset.from_list(rows)
+    return Dataset.from_list(scratchpad.fresh_problems(SPARSE_TRAIN, 5, SPARSE_TRAIN_SEED, exclude=ood))
 
 
 def run(condition, table, config, eval_k, seed, steps, train=None, test=None):

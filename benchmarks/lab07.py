@@ -4,6 +4,7 @@ Usage:
 
     python benchmarks/lab07.py --part data      # curation, dynamic sampling, curriculum; seeds 0-2: ~8 min
     python benchmarks/lab07.py --part scaling   # four models x 3 seeds, 80 steps each: ~16 min
+    python benchmarks/lab07.py --part controls --jobs 8   # the data part's controls and a no-signal regime
     python benchmarks/lab07.py --part data --seeds 0 --steps 6   # a quick look (not written to the results)
 
 Every run trains a shipped scratchpad model with GRPO on the outcome reward (utils.runs.traces.
@@ -45,6 +46,22 @@ BAND = (0.3, 0.7)                                  # the sources' sweet spot, on
 CURRICULUM = [(10, [2]), (20, [2, 3]), (30, [2, 3, 4])]
 DATA_CONDITIONS = ("full", "curated", "random subset", "dynamic", "dynamic, equal completions", "easy to hard",
                    "hard only")
+# The controls the data part lacked (issue 35, items 8-9), at DATA_CONFIG, in part "controls":
+#   curated's mix, random   a random subset with the curated set's number of prompts at each level: is it the
+#                           choice of prompts or the easier mix?
+#   pruned                  16 samples a prompt, the 8 with the highest rewards trained on (rollout pruning);
+#                           "pruned, equal completions" stops it at the full run's 1920 completions
+#   easy to hard, shuffled  the curriculum's per-step pools in a random order: the same exposure to each level
+# and a regime with no signal at the start: 5-digit problems, which the trace model never answers (base pass@1 0 on
+# the ood split, which judges these runs). Training rows: the train split (2-4 digits) and NO_SIGNAL_FRESH fresh
+# 5-digit problems (none in ood). "2-4 only" (transfer alone), "5 only", "2-4 then 5" (20 steps of 2-4 digits, then
+# 10 of 5) and its pools shuffled (the same exposure, no order).
+CONTROL_CONDITIONS = ("curated's mix, random", "pruned", "pruned, equal completions", "easy to hard, shuffled",
+                      "2-4 only", "5 only", "2-4 then 5", "2-4 then 5, shuffled")
+NO_SIGNAL = ("2-4 only", "5 only", "2-4 then 5", "2-4 then 5, shuffled")
+NO_SIGNAL_FRESH, NO_SIGNAL_SEED = 2000, 99
+NO_SIGNAL_SCHEDULE = [(20, [2, 3, 4]), (30, [5])]
+PRUNE = 2
 SCALING_CONFIG = dict(DATA_CONFIG, steps=80, eval_every=8, eval_n=300)
 SCALING_EVAL_K = 1
 KEEP = ("completions_sampled", "train_seconds", "reward_mean", "zero_spread_frac", "drawn_zero_spread_frac",
@@ -68,9 +85,32 @@ def data_condition(name, train, rates, seed, steps):
         return train, curation.level_pools(curation.curriculum(schedule, steps), train["digits"]), {}
     if name == "hard only":
         return train, curation.level_pools([[4]] * steps, train["digits"]), {}
-    if name == "full":
+    if name in ("full", "pruned", "pruned, equal completions"):  # pruning is the rollout's (run_data)
         return train, None, {}
-    raise ValueError(f"unknown condition {name!r}; allowed: {DATA_CONDITIONS}")
+    if name == "curated's mix, random":
+        return train.select(curation.mix_matched_subset(train["digits"], curation.sweet_spot(rates, *BAND), seed)), \
+            None, {}
+    if name == "easy to hard, shuffled":
+        _, pools, _ = data_condition("easy to hard", train, rates, seed, steps)
+        return train, curation.shuffled(pools, seed), {}
+    if name in NO_SIGNAL:
+        schedule = {"2-4 only": [(steps, [2, 3, 4])], "5 only": [(steps, [5])]}.get(
+            name, [(round(u * steps / DATA_CONFIG["steps"]), lv) for u, lv in NO_SIGNAL_SCHEDULE])
+        pools = curation.level_pools(curation.curriculum(schedule, steps), train["digits"])
+        return train, curation.shuffled(pools, seed) if name.endswith("shuffled") else pools, {}
+    raise ValueError(f"unknown condition {name!r}; allowed: {DATA_CONDITIONS + CONTROL_CONDITIONS}")
+
+
+def no_signal_train():
+    """The train split and NO_SIGNAL_FRESH fresh 5-digit problems (none in the ood split), one Dataset."""
+    from datasets import Dataset, concatenate_datasets
+
+    from utils.tasks import scratchpad
+    train = scratchpad.load_split("train")
+    ood = set(scratchpad.load_split("ood")["prompt"])
+    fresh = scratchpad.fresh_problems(NO_SIGNAL_FRESH, 5, NO_SIGNAL_SEED, exclude=ood)
+    return concatenate_datasets([train, Dataset.from_list([{k: p[k] for k in train.column_names} for p in fresh])
+                                 .cast(train.features)])
 
 
 def summary(r, condition, seed, model="gpt2-4x128"):
@@ -96,10 +136,15 @@ def run_data(condition, seed, steps, rates):
 
     setup(seed, quiet=True)
     base, tok = load_policy(TRACE)
-    train, pools, changes = data_condition(condition, scratchpad.load_split("train"), rates, seed, steps)
+    no_signal = condition in NO_SIGNAL
+    train, pools, changes = data_condition(condition, no_signal_train() if no_signal else
+                                           scratchpad.load_split("train"), rates, seed, steps)
+    prune = PRUNE if condition.startswith("pruned") else 1
+    if condition == "pruned, equal completions":
+        changes = {"max_completions": steps * DATA_CONFIG["batch_size"]}
     cfg = GRPOConfig(**dict(DATA_CONFIG, **changes, steps=steps, seed=seed))
-    r = train_on_traces(base, tok, outcome_reward, cfg, train, scratchpad.load_split("test"), eval_k=DATA_EVAL_K,
-                        progress=False, pools=pools)
+    r = train_on_traces(base, tok, outcome_reward, cfg, train, scratchpad.load_split("ood" if no_signal else "test"),
+                        eval_k=DATA_EVAL_K, progress=False, pools=pools, prune=prune)
     return summary(r, condition, seed) | {"train_size": len(train), "changes": changes}
 
 
@@ -118,8 +163,8 @@ def run_scaling(model, seed, steps):
     return summary(r, "scaling", seed, model) | {"parameters": sum(p.numel() for p in base.parameters())}
 
 
-def base_numbers(models, config, eval_k):
-    """Each model's held-out numbers before RL: pass@1 on the first eval_n test problems (one sample, the
+def base_numbers(models, config, eval_k, split="test"):
+    """Each model's held-out numbers before RL: pass@1 on the first eval_n problems of `split` (one sample, the
     curve's starting point R0, measured as train_grpo measures it) and trace_metrics on all of them."""
     from utils.eval.metrics import heldout_metrics
     from utils.eval.traces import trace_metrics
@@ -127,7 +172,7 @@ def base_numbers(models, config, eval_k):
     from utils.tasks import scratchpad
     from utils.verifiers.traces import outcome_reward
 
-    test, out = scratchpad.load_split("test"), {}
+    test, out = scratchpad.load_split(split), {}
     for m in models:
         setup(0, quiet=True)
         model, tok = load_policy(m)
@@ -161,34 +206,54 @@ def fits(runs, base):
     return out
 
 
+def _threads(n):
+    import torch
+    torch.set_num_threads(n)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("data", "scaling"), default="data")
+    ap.add_argument("--part", choices=("data", "scaling", "controls"), default="data")
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--conditions", nargs="+", default=None, help="data: conditions; scaling: model names")
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
     args = ap.parse_args()
     from utils import TRACE_SIZES
     from utils.tasks.curation import load_pass_rates
 
-    config = DATA_CONFIG if args.part == "data" else SCALING_CONFIG
-    eval_k = DATA_EVAL_K if args.part == "data" else SCALING_EVAL_K
+    data = args.part in ("data", "controls")
+    config = DATA_CONFIG if data else SCALING_CONFIG
+    eval_k = DATA_EVAL_K if data else SCALING_EVAL_K
     steps = args.steps or config["steps"]
-    todo = args.conditions or (list(DATA_CONDITIONS) if args.part == "data" else list(TRACE_SIZES))
-    base = base_numbers(["gpt2-4x128"] if args.part == "data" else todo, config, eval_k)
-    rates, runs = load_pass_rates(), []
-    for c in todo:
-        for seed in args.seeds:
-            r = run_data(c, seed, steps, rates) if args.part == "data" else run_scaling(c, seed, steps)
-            runs.append(r)
-            f = r["final"]
-            print(f"{c:28s} seed {seed}: pass@1 {f['pass@1']:.3f}  by digits "
-                  + " ".join(f"{d}:{v['pass@1']:.3f}" for d, v in f["by_digits"].items())
-                  + f"  completions {r['completions_sampled']}  steps {r['steps']}  train "
-                    f"{r['curve'][-1][2]:.0f} s  curve " + " ".join(f"{p:.2f}" for *_, p in r["curve"]), flush=True)
+    todo = args.conditions or list({"data": DATA_CONDITIONS, "controls": CONTROL_CONDITIONS}.get(args.part,
+                                                                                                   TRACE_SIZES))
+    base = base_numbers(["gpt2-4x128"] if data else todo, config, eval_k)
+    if args.part == "controls":  # the no-signal runs are judged on the ood split (5 digits)
+        base["gpt2-4x128 on ood"] = base_numbers(["gpt2-4x128"], config, eval_k, "ood")["gpt2-4x128"]
+    rates = load_pass_rates()
+    jobs = [(c, seed, steps, rates) if data else (c, seed, steps) for c in todo for seed in args.seeds]
+    fn = run_data if data else run_scaling
+    if args.jobs > 1:  # runs side by side, each on --threads torch threads (a machine with many cores)
+        import multiprocessing
+        with multiprocessing.get_context("spawn").Pool(args.jobs, _threads, (args.threads,)) as pool:
+            done = pool.starmap(fn, jobs)
+    runs = []
+    for i, job in enumerate(jobs):
+        c, seed = job[0], job[1]
+        r = done[i] if args.jobs > 1 else fn(*job)
+        runs.append(r)
+        f = r["final"]
+        print(f"{c:28s} seed {seed}: pass@1 {f['pass@1']:.3f}  by digits "
+              + " ".join(f"{d}:{v['pass@1']:.3f}" for d, v in f["by_digits"].items())
+              + f"  completions {r['completions_sampled']}  steps {r['steps']}  train "
+                f"{r['curve'][-1][2]:.0f} s  curve " + " ".join(f"{p:.2f}" for *_, p in r["curve"]), flush=True)
     print("\nbase: " + "  ".join(f"{m} {b['heldout_pass@1']:.3f}" for m, b in base.items()))
     out_part = {"environment": environment(), "config": config, "eval_k": eval_k, "seeds": args.seeds,
                 "base": base, "runs": runs}
+    if args.jobs > 1:  # the environment's torch_threads is the parent's; each run had --threads
+        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
     if args.part == "scaling":
         out_part["fits"] = fits(runs, base)
         for m, f in out_part["fits"].items():

@@ -124,3 +124,26 @@ def test_forecasts_by_hand():
     assert f is not None and forecasts(C, flat, 0.4)["nothing changes"]["rmse"] == 0.0
     with pytest.raises(ValueError, match="need 3 points"):
         forecasts(C[:3], line[:3], 0.1)
+
+
+def test_mix_matched_subset_by_hand():
+    """The same number of prompts per level as `chosen`, drawn from all of that level, seeded."""
+    digits = [2, 2, 3, 3, 3, 4]
+    got = curation.mix_matched_subset(digits, [0, 2, 3], seed=0)
+    assert sorted(np.asarray(digits)[got].tolist()) == [2, 3, 3] and len(set(got.tolist())) == 3
+    assert (got == np.sort(got)).all() and (curation.mix_matched_subset(digits, [0, 2, 3], seed=0) == got).all()
+    assert curation.mix_matched_subset(digits, [5], seed=1).tolist() == [5]   # the only 4-digit prompt
+    draws = {tuple(curation.mix_matched_subset(digits, [2], seed=s).tolist()) for s in range(20)}
+    assert draws == {(2,), (3,), (4,)}, "every prompt of the level can be drawn"
+    for bad in ([], [6], [-1], [0.5]):
+        with pytest.raises(ValueError, match="chosen"):
+            curation.mix_matched_subset(digits, bad)
+
+
+def test_shuffled_keeps_the_pools_and_changes_their_order():
+    pools = [np.array([i]) for i in range(10)]
+    got = curation.shuffled(pools, seed=0)
+    assert sorted(int(p[0]) for p in got) == list(range(10)) and [int(p[0]) for p in got] != list(range(10))
+    assert [int(p[0]) for p in curation.shuffled(pools, seed=0)] == [int(p[0]) for p in got]
+    with pytest.raises(ValueError, match="pools"):
+        curation.shuffled([])

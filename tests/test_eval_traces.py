@@ -140,3 +140,13 @@ def test_best_of_n_by_hand(monkeypatch, trace_model):
     assert best_of_n(model, tok, rows((12, 3), (12, 4)), n=4)["majority vote"] == 0.5
     with pytest.raises(ValueError, match="n=0 must be an integer >= 1"):
         best_of_n(model, tok, rows((12, 3)), n=0)
+
+
+def test_train_on_traces_takes_steps_or_pruning_not_both(trace_model):
+    model, tok = trace_model
+    from utils.tasks import scratchpad
+    with pytest.raises(ValueError, match="steps_fn or prune"):
+        train_on_traces(model, tok, traces.outcome_reward, GRPOConfig(steps=1, batch_size=8, group_size=8,
+                                                                      max_new_tokens=64),
+                        scratchpad.load_split("train"), scratchpad.load_split("test"), steps_fn=traces.step_verdicts,
+                        prune=2)

@@ -9,7 +9,7 @@ import torch
 from utils.models.policy import load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
-from utils.rl.rollout import Batch, GroupRollout, StepRollout, token_verdicts
+from utils.rl.rollout import Batch, GroupRollout, PrunedRollout, StepRollout, token_verdicts
 
 CFG = dict(steps=2, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
@@ -151,3 +151,23 @@ def test_step_rollout_with_agreeing_verdicts_trains_as_the_outcome_alone():
     d_zero, _ = moved(StepRollout(steps_fn=same, outcome_weight=0.0))
     assert d_one == d_group > 0 and [h["loss"] for h in h_one] == [h["loss"] for h in h_group]
     assert d_zero == 0.0
+
+
+def test_pruned_rollout_keeps_each_prompts_best_group_size():
+    """factor x G completions a prompt drawn and rewarded, the G best kept (ties: the first drawn), in draw order;
+    every completion drawn is counted."""
+    policy, tok = load_policy()
+    seen = {}
+
+    def reward(completions, answer, **kw):  # 1.0 for rows 0, 3 and 6 of each group of 8, 0.5 for row 1
+        seen["texts"] = list(completions)
+        return [1.0 if i % 8 in (0, 3, 6) else 0.5 if i % 8 == 1 else 0.0 for i in range(len(completions))]
+    cfg = GRPOConfig(**CFG)  # batch 8, G 4: 2 prompts
+    b = PrunedRollout(factor=2).start(policy, tok, PROMPTS, ANSWERS, reward, cfg)(0)
+    assert b.ro.completion_ids.shape[0] == 8 and b.counts == {"completions_sampled": 16}
+    assert b.rewards.tolist() == [1.0, 0.5, 1.0, 1.0] * 2
+    assert b.ro.texts == [seen["texts"][g * 8 + i] for g in range(2) for i in (0, 1, 3, 6)]
+    with pytest.raises(ValueError, match="factor"):
+        PrunedRollout(factor=0).start(policy, tok, PROMPTS, ANSWERS, reward, cfg)
+    with pytest.raises(ValueError, match="dynamic_sampling"):
+        PrunedRollout().start(policy, tok, PROMPTS, ANSWERS, reward, GRPOConfig(**dict(CFG, dynamic_sampling=True)))

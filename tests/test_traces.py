@@ -199,3 +199,13 @@ def test_step_verdicts_bad_operands_and_short_numbers():
     assert T.step_verdicts("5+7+0=12 0+3+1=4 >42", 5, 37) == [(8, True), (16, True), (20, True)]
     assert T.step_verdicts("5+7+0=12 3+0+1=4 >42", 5, 37) == [(8, True), (16, True), (20, True)]
     assert T.step_verdicts("5+7+0=12 3+1+0=4 >42", 5, 37) == [(8, True), (16, False), (20, True)]
+
+
+def test_fresh_problems_are_new_distinct_and_seeded():
+    split = {p["prompt"] for p in sp.fresh_problems(50, 3, seed=1)}
+    rows = sp.fresh_problems(100, 3, seed=2, exclude=split)
+    assert len({r["prompt"] for r in rows}) == 100 and not split & {r["prompt"] for r in rows}
+    assert all(r["digits"] == 3 and max(len(str(r["a"])), len(str(r["b"]))) == 3 for r in rows)
+    assert rows == sp.fresh_problems(100, 3, seed=2, exclude=split)
+    with pytest.raises(ValueError, match="n must be"):
+        sp.fresh_problems(0, 3, seed=1)

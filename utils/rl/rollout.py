@@ -24,7 +24,7 @@ completions (a multi-turn episode with a tool's answers masked out of the loss, 
 sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
 """
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -145,6 +145,33 @@ class StepRollout(GroupRollout):
             b.steps = StepCredit(*token_verdicts(self.steps_fn, b.ro, tokenizer, cols), w)
             return b
         return draw_steps
+
+
+@dataclass
+class PrunedRollout(GroupRollout):
+    """Rollout pruning: sample factor x cfg.group_size completions of each prompt, reward them all, and train on
+    the cfg.group_size with the highest rewards (ties: the first drawn). The batch is the usual one, so the loop's
+    advantages see groups of cfg.group_size; completions_sampled counts every completion drawn (factor x
+    batch_size a step). Not with dynamic sampling."""
+    factor: int = 2
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        f = checks.number("PrunedRollout", "factor", self.factor, lo=1, hi=64, integer=True)
+        if cfg.dynamic_sampling:
+            raise ValueError("PrunedRollout: pruning does not combine with cfg.dynamic_sampling: set one of them")
+        G = cfg.group_size
+        wide = replace(cfg, group_size=G * f, batch_size=cfg.batch_size * f)
+        draw = super().start(policy, tokenizer, prompts, answers, reward_fn, wide, correct_fn)
+
+        def pruned(step):
+            b = draw(step)
+            r = b.rewards.view(-1, G * f)                                               # [n, G * f]
+            top = torch.sort(r, dim=1, descending=True, stable=True).indices[:, :G]     # [n, G]
+            rows = (top.sort(1).values + torch.arange(r.shape[0])[:, None] * G * f).flatten()
+            right = None if b.right is None else b.right[rows]
+            return Batch(select_rows(b.ro, rows), b.rewards[rows], right,
+                         {"completions_sampled": cfg.batch_size * f}, prompt_idx=b.prompt_idx)
+        return pruned
 
 
 def token_verdicts(steps_fn, ro, tokenizer, columns):

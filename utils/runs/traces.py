@@ -6,18 +6,19 @@ from dataclasses import asdict
 
 from utils.eval.traces import check_cap, trace_metrics
 from utils.rl.loop import train_grpo
-from utils.rl.rollout import GroupRollout, StepRollout
+from utils.rl.rollout import GroupRollout, PrunedRollout, StepRollout
 from utils.verifiers.traces import outcome_reward
 
 
 def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, progress=True, pools=None, steps_fn=None,
-                    outcome_weight=1.0):
+                    outcome_weight=1.0, prune=1):
     """Train a copy of `base` with GRPO on `reward_fn` (a trace verifier) over the scratchpad split `train`, its
     columns a and b passed to the reward. A completion counts as right when its answer is (outcome_reward), and
     the held-out pass@1 curve is the outcome on `test`'s first cfg.eval_n problems, whatever the reward. Checks
     the cap first (check_cap). progress: True, False, or the progress bar's label (a str). pools: GroupRollout's
     (one array of indices into `train` per step: Lab 07's curriculum). steps_fn (e.g. traces.step_verdicts):
-    per-step credit (rollout.StepRollout), added to outcome_weight times reward_fn's advantage. Returns
+    per-step credit (rollout.StepRollout), added to outcome_weight times reward_fn's advantage. prune > 1: sample
+    prune x group_size completions a prompt and train on the best group_size (rollout.PrunedRollout). Returns
     dict(config, seconds, history, final: trace_metrics on all of `test` with eval_k samples each, seed 0,
     and the model)."""
     cfg.validate()
@@ -25,8 +26,11 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     model = copy.deepcopy(base)
     t = time.time()
     columns = {"a": list(train["a"]), "b": list(train["b"])}
-    rollout = GroupRollout(columns=columns, pools=pools) if steps_fn is None else \
-        StepRollout(columns=columns, pools=pools, steps_fn=steps_fn, outcome_weight=outcome_weight)
+    if steps_fn is not None and prune != 1:
+        raise ValueError("train_on_traces: give steps_fn or prune, not both")
+    rollout = StepRollout(columns=columns, pools=pools, steps_fn=steps_fn, outcome_weight=outcome_weight) \
+        if steps_fn is not None else PrunedRollout(columns=columns, pools=pools, factor=prune) if prune != 1 \
+        else GroupRollout(columns=columns, pools=pools)
     label = f"GRPO on {getattr(reward_fn, '__name__', 'the reward')}" if progress is True else progress
     hist = train_grpo(model, tokenizer, train["prompt"], train["answer"], reward_fn, cfg,
                       eval_prompts=test["prompt"], eval_answers=test["answer"], progress=label,

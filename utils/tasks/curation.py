@@ -44,6 +44,34 @@ def random_subset(n_total, size, seed=0):
     return np.sort(np.random.default_rng(seed).choice(n_total, size, replace=False))
 
 
+def mix_matched_subset(digits, chosen, seed=0):
+    """A random subset with the same number of prompts at each level as `chosen` (indices into the split): the
+    control for a curated set that also shifts the difficulty mix. digits [P] (one level per prompt). Sorted
+    indices, drawn with a seeded generator from all the prompts of each level. E.g. digits [2, 2, 3, 3, 3],
+    chosen [0, 2] -> one 2-digit and one 3-digit prompt."""
+    digits = np.asarray(digits)
+    chosen = checks.array("mix_matched_subset", "chosen", chosen, dims=1)
+    if chosen.size == 0 or (chosen < 0).any() or (chosen >= len(digits)).any() or (chosen % 1).any():
+        raise ValueError(f"mix_matched_subset: chosen must hold indices into the {len(digits)} prompts, got "
+                         f"{checks._short(chosen.tolist())}")
+    seed = checks.number("mix_matched_subset", "seed", seed, lo=0, integer=True)
+    rng, out = np.random.default_rng(seed), []
+    levels, counts = np.unique(digits[chosen.astype(int)], return_counts=True)
+    for level, n in zip(levels, counts):
+        out.append(rng.choice(np.flatnonzero(digits == level), n, replace=False))
+    return np.sort(np.concatenate(out))
+
+
+def shuffled(pools, seed=0):
+    """The same per-step pools in a seeded random order: a curriculum's exposure to each level, without its order
+    (the control for easy-to-hard). pools: level_pools' list."""
+    if isinstance(pools, (str, bytes, dict)) or not isinstance(pools, (list, tuple)) or not pools:
+        raise ValueError(f"shuffled: pools={checks._short(pools)}; give level_pools' list of index arrays")
+    seed = checks.number("shuffled", "seed", seed, lo=0, integer=True)
+    order = np.random.default_rng(seed).permutation(len(pools))
+    return [pools[i] for i in order]
+
+
 def curriculum(schedule, steps):
     """A schedule [(until_step, levels), ...] -> [steps] list: the difficulty levels a step draws from.
     Each phase runs from the previous phase's until_step (0 first) up to its own; the last must end exactly at

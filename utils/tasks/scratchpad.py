@@ -88,6 +88,21 @@ def make_problem(rng, digits):
             "trace": format_trace(steps_for(a, b), a + b)}
 
 
+def fresh_problems(n, digits, seed, exclude=()):
+    """n problems at level `digits` (make_problem's dicts), distinct, none of whose prompts is in `exclude` (e.g.
+    a split's prompts), drawn with random.Random(seed): training problems beyond the shipped splits."""
+    n = int(n) if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
+    if n is None:
+        raise ValueError("fresh_problems: n must be an int >= 1")
+    rng, seen, rows = random.Random(seed), set(exclude), []
+    while len(rows) < n:
+        p = make_problem(rng, digits)
+        if p["prompt"] not in seen:
+            seen.add(p["prompt"])
+            rows.append(p)
+    return rows
+
+
 def make_splits(seed=SPLITS_SEED, sizes=None):
     """All four splits as {name: [problem, ...]}, disjoint by prompt, levels drawn evenly."""
     sizes = dict(SPLIT_SIZES, **(sizes or {}))
