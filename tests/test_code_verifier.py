@@ -3,8 +3,10 @@ sandbox's clean-up (time, files, processes, secrets), TRL's signature, speed, ro
 import glob
 import json
 import os
+import re
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -398,10 +400,10 @@ def test_the_wheels_bwrap_builds_the_same_wall(monkeypatch):  # run_attacks read
 
 # --- the whole candidate: the syscall filter, the cgroup, the verdict by CPU time ---
 
-def _run_filter(nr, arch=seccomp.AUDIT_ARCH_X86_64, arg0=0):
-    """Run seccomp.instructions() as the kernel would on one syscall: its return value."""
+def _run_filter(nr, arch=seccomp.AUDIT_ARCH_X86_64, arg0=0, which="x86_64"):
+    """Run seccomp.instructions(which) as the kernel would on one syscall from `arch`: its return value."""
     data = {seccomp.NR: nr, seccomp.ARCH: arch, seccomp.ARG0: arg0}
-    prog, pc, acc = seccomp.instructions(), 0, None
+    prog, pc, acc = seccomp.instructions(which), 0, None
     while True:
         code, jt, jf, k = prog[pc]
         if code == seccomp.LD_W_ABS:
@@ -413,8 +415,99 @@ def _run_filter(nr, arch=seccomp.AUDIT_ARCH_X86_64, arg0=0):
             pc += 1 + (jt if hit else jf)
 
 
+ALLOW, EPERM, ENOSYS, KILL = 0x7FFF0000, 0x00050001, 0x00050026, 0x80000000   # linux/seccomp.h, errno
+PTHREAD = 0x3D0F00   # glibc's pthread_create flags for clone
+# by hand from the kernel's tables: what each filter must refuse (EPERM), and calls a program needs
+X86_64 = dict(arch=0xC000003E, clone=56, clone3=435, refused={
+    57: "fork", 58: "vfork", 272: "unshare", 308: "setns", 165: "mount", 166: "umount2", 155: "pivot_root",
+    161: "chroot", 428: "open_tree", 429: "move_mount", 430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick",
+    442: "mount_setattr", 29: "shmget", 30: "shmat", 31: "shmctl", 67: "shmdt", 64: "semget", 68: "msgget",
+    319: "memfd_create", 447: "memfd_secret", 101: "ptrace", 310: "process_vm_readv", 311: "process_vm_writev",
+    321: "bpf", 298: "perf_event_open", 323: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter",
+    427: "io_uring_register", 248: "add_key", 249: "request_key", 250: "keyctl"},
+    needed={0: "read", 1: "write", 2: "open", 3: "close", 9: "mmap", 59: "execve", 202: "futex", 231: "exit_group",
+            257: "openat"})
+# include/uapi/asm-generic/unistd.h (aarch64): no fork or vfork; 29, 30, 31, 57 are ioctl, ioprio_set,
+# ioprio_get and close there, so x86-64's numbers would break a program: the table must be the arch's own
+AARCH64 = dict(arch=0xC00000B7, clone=220, clone3=435, refused={
+    97: "unshare", 268: "setns", 40: "mount", 39: "umount2", 41: "pivot_root", 51: "chroot", 428: "open_tree",
+    429: "move_mount", 430: "fsopen", 431: "fsconfig", 432: "fsmount", 433: "fspick", 442: "mount_setattr",
+    194: "shmget", 196: "shmat", 195: "shmctl", 197: "shmdt", 190: "semget", 186: "msgget", 279: "memfd_create",
+    447: "memfd_secret", 117: "ptrace", 270: "process_vm_readv", 271: "process_vm_writev", 280: "bpf",
+    241: "perf_event_open", 282: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter",
+    427: "io_uring_register", 217: "add_key", 218: "request_key", 219: "keyctl"},
+    needed={63: "read", 64: "write", 56: "openat", 57: "close", 29: "ioctl", 222: "mmap", 221: "execve",
+            98: "futex", 94: "exit_group"})
+TABLES = {"x86_64": X86_64, "aarch64": AARCH64}
+
+
+@pytest.mark.parametrize("which", ["x86_64", "aarch64"])
+def test_each_architectures_filter_by_hand(which):
+    """Each filter interpreted as the kernel runs it, against the table above: exactly the intended calls
+    refused (every number up to 600), clone by its flags, clone3 ENOSYS, another architecture's calls killed."""
+    t = TABLES[which]
+    assert {seccomp.REFUSED[which][why][name]: name for why in seccomp.REFUSED[which]
+            for name in seccomp.REFUSED[which][why]} == t["refused"]
+    assert seccomp.refused(which) == {name: why for why, names in seccomp.REFUSED[which].items() for name in names}
+
+    def run(nr, arg0=0, arch=t["arch"]):
+        return _run_filter(nr, arch=arch, arg0=arg0, which=which)
+    want = {nr: EPERM for nr in t["refused"]}
+    want.update({t["clone3"]: ENOSYS, t["clone"]: EPERM})   # clone with no flags: a new process
+    assert {nr: run(nr) for nr in range(600) if run(nr) != ALLOW} == want
+    assert all(run(nr) == ALLOW for nr in t["needed"])
+    assert run(t["clone"], arg0=PTHREAD) == ALLOW                          # a thread
+    assert run(t["clone"], arg0=0x11) == EPERM                             # fork() as clone(SIGCHLD)
+    assert run(t["clone"], arg0=PTHREAD | 0x10000000) == EPERM             # a thread in a new user namespace
+    assert run(t["clone"], arg0=0x4111) == EPERM                           # vfork() as clone
+    for other in (X86_64["arch"], AARCH64["arch"], 0x40000003, 0x40000028):  # the other one, i386, AArch32
+        if other != t["arch"]:
+            assert run(t["clone"], arg0=PTHREAD, arch=other) == KILL and run(63, arch=other) == KILL
+    assert (run(0x40000000 + 57) == KILL) == (which == "x86_64")           # the x32 ABI's fork, x86-64 only
+    prog = seccomp.program(which)
+    assert len(prog) == 8 * len(seccomp.instructions(which))
+    assert struct.unpack_from("<HBBI", prog, 8) == (seccomp.JEQ_K, 1, 0, t["arch"])   # the arch check, compiled
+
+
+def test_the_filters_numbers_are_the_kernels():
+    """The module's tables against the kernel headers installed here (linux-libc-dev), where they are."""
+    headers = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h",
+               "aarch64": "/usr/include/asm-generic/unistd.h"}
+    checked = []
+    for which, path in headers.items():
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            defined = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define __NR_(\w+)\s+(\d+)\b", f.read())}
+        for why, numbers in seccomp.REFUSED[which].items():
+            assert {n: defined.get(n) for n in numbers} == numbers, (which, why)
+        assert (defined["clone"], defined["clone3"]) == seccomp.CLONE[which]
+        assert ("fork" in defined) == (which == "x86_64")
+        checked.append(which)
+    if not checked:
+        pytest.skip(f"no kernel headers here ({list(headers.values())})")
+
+
+def test_an_unknown_architecture_has_no_filter_and_says_so(monkeypatch):
+    """On a machine without numbers here (riscv64, say), there is no filter, and the wall says so by name."""
+    import utils.verifiers.isolation as iso
+    monkeypatch.setattr(seccomp.platform, "machine", lambda: "riscv64")
+    assert not seccomp.supported() and seccomp.program() is None and seccomp.refused() == {}
+    assert "no syscall filter on riscv64" in seccomp.describe()
+    with pytest.raises(ValueError, match="riscv64.*x86_64.*aarch64"):
+        seccomp.instructions("riscv64")
+    monkeypatch.setattr(iso, "_CONFIG", None)
+    cfg = sandbox_config()
+    assert not cfg["filtered"]
+    if cfg["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {cfg['missing']}")
+    line = describe()
+    assert "without the syscall filter" in line and "no syscall filter on riscv64" in line, line
+    assert code_reward([CORRECT], ADD_TESTS) == [1.0]   # judged behind the unfiltered wall
+
+
 def test_the_syscall_filter_by_hand():
-    """The filter's verdicts, worked out by hand from linux/seccomp.h and the x86-64 table."""
+    """x86-64's filter, worked out by hand from linux/seccomp.h and the x86-64 table."""
     allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026   # SECCOMP_RET_ERRNO | errno
     kill = 0x80000000
     assert _run_filter(0) == allow and _run_filter(1) == allow and _run_filter(59) == allow  # read, write, execve
@@ -428,8 +521,10 @@ def test_the_syscall_filter_by_hand():
     assert _run_filter(56, arg0=0x4111) == eperm                             # vfork() as clone
     assert _run_filter(0x40000000 + 57) == kill                              # the x32 ABI's fork
     assert _run_filter(2, arch=0x40000003) == kill                           # a 32-bit int 0x80 call
-    assert len(seccomp.program()) == 8 * len(seccomp.instructions())
-    assert set(seccomp.refused()) >= {"fork", "unshare", "shmget", "memfd_create", "setns", "mount"}
+    assert len(seccomp.program("x86_64")) == 8 * len(seccomp.instructions("x86_64"))
+    assert set(seccomp.refused("x86_64")) >= {"fork", "unshare", "shmget", "memfd_create", "setns", "mount"}
+    if seccomp.architecture() == "x86_64":   # the filter bwrap gets here is this one
+        assert seccomp.program() == seccomp.program("x86_64") and "x86_64 syscall filter" in seccomp.describe()
 
 
 def test_one_process_behind_the_filter(clean):

@@ -7,10 +7,12 @@ Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
                     with its parent. Its world is /usr and the interpreter read-only, a private
                     size-capped /tmp, its own /proc and a read-only minimal /dev, and nothing else: no
                     host /tmp or /dev/shm, no home, repo or data, so the expected answers lie on no
-                    path it can reach. A syscall filter (seccomp.py, on x86-64) refuses new
-                    processes, namespaces, mounts, System V shared memory and memfd, so the one
-                    process's limits (address space, CPU seconds) cap the candidate as a whole. As
-                    root it is first dropped to nobody, so that the process limits count.
+                    path it can reach. A syscall filter (seccomp.py) refuses new processes,
+                    namespaces, mounts, System V shared memory and memfd, so the one process's limits
+                    (address space, CPU seconds) cap the candidate as a whole: on Linux x86-64 with
+                    x86-64's syscall numbers, on aarch64 with the generic table's; on any other machine
+                    there is none, and describe() says so, naming the machine. As root it is first
+                    dropped to nobody, so that the process limits count.
   namespaces        unshare: new network and PID namespaces (as nobody when root). The files are
                     the host's, as that user sees them: the data folder is readable.
   process           a plain child process in its own session, with rlimits, killed at the wall clock.
@@ -312,7 +314,7 @@ def available_walls(refresh=False):
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     pythons = list(dict.fromkeys(p for p in (sys.executable, "/usr/bin/python3") if p and os.path.exists(p)))
     limits, missing, walls = has_resource(), [], {}
-    unfiltered_because = "no syscall filter for this architecture (seccomp.py has x86-64's numbers)"
+    unfiltered_because = seccomp.describe()  # where supported, replaced below if the filter does not load
     if not find_bwrap():
         missing.append("no bwrap found (" + HOW_TO_ISOLATE + ")")
     for wall, prefix, uid, tool, filtered in _candidates(root) if os.name == "posix" else []:
@@ -330,7 +332,7 @@ def available_walls(refresh=False):
             break
         else:
             if wall == "isolated" and filtered:
-                unfiltered_because = f"{tool} cannot load the syscall filter here (no seccomp?)"
+                unfiltered_because = f"{tool} cannot load {seccomp.describe()} here (no seccomp?)"
             elif wall == "isolated":
                 missing.append(f"{tool} cannot build its sandbox here (user namespaces not allowed?)")
             elif wall == "namespaces":
@@ -364,7 +366,7 @@ def describe(cfg=None):
     """One line for a notebook: the wall, and what it cannot stop."""
     cfg = cfg or sandbox_config()
     line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']}"
-    line += ", syscall filter on)" if cfg.get("filtered") else ")"
+    line += f", {seccomp.describe()} on)" if cfg.get("filtered") else ")"
     if cfg["wall"] == "isolated" and not cfg.get("filtered"):
         line += f"; {UNFILTERED} ({'; '.join(cfg['missing'])})"
     elif cfg["wall"] != "isolated":
