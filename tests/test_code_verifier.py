@@ -607,6 +607,148 @@ def solve():
     assert not [d for d in os.listdir(isolation.memory_cgroup()) if d.startswith(f"run-{os.getpid()}-")]
 
 
+def _why_no_cgroup(version, controller):
+    """Why a run's cgroup with `controller` cannot be made on cgroup `version` here, naming what is missing."""
+    if os.geteuid() != 0:
+        return f"not root (uid {os.geteuid()}): the cgroup hierarchies are root's here"
+    if version == "v1":
+        root = f"/sys/fs/cgroup/{controller}"
+        if not os.path.isdir(root) or os.path.exists(os.path.join(root, "cgroup.controllers")):
+            return f"no cgroup v1 {controller} hierarchy at {root}"
+        return f"cgroup v1's {root} is there, but no cgroup could be made under it (read-only?)"
+    controllers = "/sys/fs/cgroup/cgroup.controllers"
+    if not os.path.exists(controllers):
+        unified = "/sys/fs/cgroup/unified/cgroup.controllers"
+        there = open(unified).read().split() if os.path.exists(unified) else None
+        return ("/sys/fs/cgroup is not cgroup v2 (no cgroup.controllers: cgroup v1 here" +
+                (f"; a v2 hierarchy at /sys/fs/cgroup/unified has only {there}" if there is not None else "") + ")")
+    with open(controllers) as f:
+        offered = f.read().split()
+    if controller not in offered:
+        return f"cgroup v2's root offers no {controller} controller (cgroup.controllers: {offered})"
+    control = os.path.join("/sys/fs/cgroup", isolation.CGROUP_NAME, "cgroup.subtree_control")
+    try:
+        with open(control, "w") as f:
+            f.write("+" + controller)
+    except OSError as e:
+        return f"cgroup v2: cannot enable {controller} in {control} ({e})"
+    return f"cgroup v2 offers {controller}, but no cgroup could be made with it"
+
+
+_HOLD = """import json, os, select, sys, time
+n, mb = int(sys.argv[1]), int(sys.argv[2])
+r, w = os.pipe()
+made = 0
+for _ in range(n):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        x = bytearray(mb << 20)
+        for i in range(0, len(x), 4096):
+            x[i] = 1
+        os.write(w, b"k")
+        time.sleep(30)
+        os._exit(0)
+    made += 1
+os.close(w)
+held, end = 0, time.monotonic() + 20
+while held < made and select.select([r], [], [], max(0, end - time.monotonic()))[0]:
+    got = os.read(r, 64)
+    if not got:
+        break
+    held += len(got)
+print(json.dumps([made, held]), flush=True)
+"""
+
+
+def _hold(cfg, n, mb, memory_bytes=None, max_tasks=None):
+    """Behind `cfg`'s wall, without rlimits or a filter: a process that forks n children, each holding mb MB
+    at once. Returns [children started, children that held their memory]."""
+    with isolation.launch(cfg, cfg["python"], memory_bytes=memory_bytes, max_tasks=max_tasks) as (prefix, fds):
+        proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", _HOLD, str(n), str(mb)], env={}, cwd="/",
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds)
+        try:
+            out, err = proc.communicate(timeout=60)
+        finally:
+            try:
+                os.killpg(proc.pid, 9)
+            except OSError:
+                pass
+            proc.wait()
+    assert out, err
+    return json.loads(out.decode().splitlines()[-1])
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("controller", ["memory", "pids"])
+def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, controller):
+    """isolation.launch's cgroup, per cgroup version and controller, with nothing else capping (no rlimits, no
+    syscall filter): memory across processes (3 children of 64 MB held together, against 128 MB: not all of
+    them hold it; without the cgroup all do) and tasks (40 forks against max_tasks 12: at most 11 start;
+    without it all do). Where the version or controller is not usable here it skips, naming what is missing."""
+    monkeypatch.setattr(isolation, "HIERARCHIES", tuple(h for h in isolation.HIERARCHIES if h[0] == version))
+    monkeypatch.setattr(isolation, "_CGROUP", [])
+    monkeypatch.setattr(isolation, "_PIDS", [])
+    found = isolation.memory_cgroup() and (isolation.memory_cgroup() if controller == "memory" else
+                                           isolation.pids_cgroup())
+    if not found:
+        pytest.skip(_why_no_cgroup(version, controller if isolation.memory_cgroup() else "memory"))
+    cfg = dict(sandbox_config(), filtered=False)   # children allowed: the cgroup alone caps them
+    if controller == "memory":
+        assert _hold(cfg, 3, 64) == [3, 3]                                  # uncapped: all three hold 64 MB
+        made, held = _hold(cfg, 3, 64, memory_bytes=128 << 20)
+        assert made == 3 and held < 3, (made, held)                          # the OOM killer took one at least
+    else:
+        assert _hold(cfg, 40, 0) == [40, 40]
+        made, held = _hold(cfg, 40, 0, memory_bytes=256 << 20, max_tasks=12)
+        assert made <= 11 and held == made, (made, held)                     # the wall's and the parent's tasks count
+    assert isolation.sweep_cgroups() or time.sleep(1) or isolation.sweep_cgroups()
+    assert not [d for d in os.listdir(found) if d.startswith(f"run-{os.getpid()}-")]
+
+
+def _without_the_filter(monkeypatch, controller):
+    """The strongest wall with its syscall filter off, where this machine makes run cgroups with `controller`."""
+    cfg = sandbox_config()
+    if not isolation.memory_cgroup() or not (controller == "memory" or isolation.pids_cgroup()):
+        pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1",
+                                   controller if isolation.memory_cgroup() else "memory"))
+    monkeypatch.setitem(cfg, "filtered", False)
+
+
+def test_the_code_walls_cgroup_caps_tasks_without_the_filter(monkeypatch, clean):
+    """The code wall's own path (run_sandboxed), the filter off and RLIMIT_NPROC out of the way: its run's cgroup
+    still stops a candidate's forks short of MAX_TASKS tasks, and nothing is left behind."""
+    import utils.verifiers.code as code
+    _without_the_filter(monkeypatch, "pids")
+    monkeypatch.setattr(code, "NPROC", 10_000)
+    forks = """import os, time
+def solve():
+    n = 0
+    for _ in range(200):
+        try:
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+        except OSError:
+            break
+        n += 1
+    return n
+"""
+    r = run_sandboxed(forks, [[]], timeout_s=TIMEOUT, audit_hook=False)
+    assert r["status"] == "ok" and 0 < r["outputs"][0] < code.MAX_TASKS, r   # the candidate's own task counts
+
+
+def test_the_code_walls_cgroup_caps_memory_across_processes_without_the_filter(monkeypatch):
+    """The same path: the processes_memory attack (three processes of 300 MB alive together, against a cgroup of
+    512 MB + CGROUP_SLACK) gets nothing out, judged by the evidence (run_attacks)."""
+    _without_the_filter(monkeypatch, "memory")
+    cases = [c for c in attack_cases() if c["kind"] == "processes_memory"]
+    rows = run_attacks(cases, audit_hook=False, timeout_s=5.0)
+    assert [(r["id"], r["evidence"]) for r in rows if r["escaped"] or not r["right"]] == []
+
+
 def test_the_verdict_is_by_cpu_time(clean):
     """A right candidate that needs ~0.3 s of CPU, judged at 2 s, on a machine kept busy by six processes
     (each in its own session, as a neighbour's sandbox is): it gets a fraction of a core and takes longer

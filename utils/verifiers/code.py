@@ -12,9 +12,11 @@ builds (bubblewrap: a world of its own with no host files, every namespace unsha
 filter that allows no second process, so its limits are the candidate's as a whole), in its own
 session; limits on CPU, memory, file size, open files and threads, set by the harness before any
 candidate code runs (not in a preexec_fn: Popen stays on vfork, cheap from a big training process);
-an empty environment. A run is judged by its own CPU time (timeout_s, at most 5 s), so a busy neighbour
-in the same batch cannot turn a right answer into a timeout; the wall clock (wall_deadline) only stops
-one that waits. Inside, an audit hook refuses
+where this machine lets us make cgroups (root, usually), the run and all it starts in its own, capped
+in memory (the kernel's share too) and in tasks (isolation.launch); an empty environment. A run is
+judged by its own CPU time (timeout_s, at most 5 s), so a busy neighbour in the same batch cannot turn
+a right answer into a timeout; the wall clock (wall_deadline) only stops one that waits. Inside, an
+audit hook refuses
 writes outside the scratch folder, reads outside it and the stdlib, new processes, signals, sockets
 and ctypes: a second wall, and a teaching device; it can be taken down from inside (Lab 02 shows how),
 so nothing relies on it. Without the isolated wall, run_sandboxed and both verifiers refuse to run
@@ -50,6 +52,7 @@ MAX_CODE_CHARS = 20_000     # longer candidates are rejected unread
 MAX_TIMEOUT_S = 5.0         # hard cap on the wall timeout of one run
 FILE_LIMIT = 1 << 20        # RLIMIT_FSIZE: any file the child writes, its stdout and stderr included
 NPROC, NOFILE = 16, 64      # RLIMIT_NPROC (processes and threads), RLIMIT_NOFILE
+MAX_TASKS = NPROC + 4       # a run's pids cgroup (where there is one): its processes and threads, the wall's too
 CGROUP_SLACK = 80 << 20     # a run's cgroup (where there is one): its memory limit plus the /tmp and the kernel's share
 CLIP = 2048                 # stdout / stderr returned, in characters
 MARKER = "@@RLVR_RESULT@@"
@@ -201,7 +204,8 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook, beside=0):
               tempfile.TemporaryFile() as ferr):
             fin.write(job.encode())
             fin.seek(0)
-            with launch(cfg, cfg["python"], memory_bytes=(int(mem_mb) << 20) + CGROUP_SLACK) as (prefix, fds):
+            with launch(cfg, cfg["python"], memory_bytes=(int(mem_mb) << 20) + CGROUP_SLACK,
+                        max_tasks=MAX_TASKS) as (prefix, fds):
                 proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", HARNESS], stdin=fin, stdout=fout,
                                         stderr=ferr, cwd=cwd, env=env, start_new_session=True, close_fds=True,
                                         pass_fds=fds)

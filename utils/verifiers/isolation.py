@@ -18,6 +18,10 @@ Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
   process           a plain child process in its own session, with rlimits, killed at the wall clock.
   audit hook only   no `resource` module (Windows): no rlimits either.
 
+Beside each wall, where this machine lets us make cgroups (root, usually; cgroup v1's memory and pids
+hierarchies, or v2's root with those controllers), launch() puts a run and all it starts in cgroups of
+its own: capped in memory, the kernel's share included, and in tasks (memory_cgroup, pids_cgroup).
+
 The harness's audit hook (code.py) is a second wall in each; nothing relies on it: PEP 578 says
 audit hooks are not a sandbox. Why bubblewrap: it is what Flatpak runs every app in, maintained in
 Debian and other distributions, needs no daemon and no root where unprivileged user namespaces are
@@ -166,25 +170,31 @@ def _candidates(root):
 
 
 @contextlib.contextmanager
-def launch(cfg, python, binds=(), memory_bytes=None):
+def launch(cfg, python, binds=(), memory_bytes=None, max_tasks=None):
     """The command before the interpreter for one process behind the wall `cfg`, and the file descriptors
     to pass it (Popen(..., pass_fds=)): the syscall filter's, where the wall has one. With memory_bytes,
     where this machine lets us make a memory cgroup (memory_cgroup()), the process and all it starts run in
     a fresh one capped there: memory the kernel spends for them too (a private /tmp's files and inodes,
-    pipes), whatever the wall lets through. Yield inside a with: the filter's descriptor is closed on exit;
-    the cgroup is removed on exit, so leave the context only after the process is reaped."""
+    pipes), whatever the wall lets through; with max_tasks too, where the pids controller is there as well
+    (pids_cgroup()), at most that many processes and threads, the wall's own included. Yield inside a with:
+    the filter's descriptor is closed on exit; the cgroups are removed on exit, so leave the context only
+    after the process is reaped."""
     fd = seccomp.filter_fd() if cfg.get("filtered") else None
-    group = _new_cgroup(memory_bytes) if memory_bytes else None
+    groups = _new_run_cgroups(memory_bytes, max_tasks) if memory_bytes else []
     try:
         prefix = cfg["prefix"](python, binds, fd)
-        if group:  # the shell joins the cgroup, then becomes the wall: nothing starts outside it
-            prefix = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', os.path.join(group, "cgroup.procs")] + prefix
+        if groups:  # the shell joins the cgroups, then becomes the wall: nothing starts outside them
+            prefix = ["/bin/sh", "-c", JOIN, "sh"] + [os.path.join(g, "cgroup.procs") for g in groups] + ["--"] + prefix
         yield prefix, (() if fd is None else (fd,))
     finally:
         if fd is not None:
             os.close(fd)
-        if group:  # its processes may still be leaving: removed now if they are gone, else at the next run
+        for group in groups:  # its processes may still be leaving: removed now if they are gone, else later
             _remove_cgroup(group, tries=1)
+
+
+# sh -c JOIN sh <cgroup.procs>... -- <command>: join each cgroup, then exec the command (none if one fails)
+JOIN = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 1; shift; done; shift; exec "$@"'
 
 
 def dead(pid):
@@ -196,7 +206,10 @@ def dead(pid):
 
 
 CGROUP_NAME = "rlvr-sandbox"
-_CGROUP = []   # [parent folder or None], found once
+# where a run's cgroups can go, tried in this order: cgroup v1 (a hierarchy per controller) then v2 (one)
+HIERARCHIES = (("v1", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids"), ("v2", "/sys/fs/cgroup", "/sys/fs/cgroup"))
+_CGROUP = []   # [memory parent folder or None], found once
+_PIDS = []     # [pids parent folder or None], found with it
 _made = []     # the cgroups made here, for unique names
 
 
@@ -207,11 +220,12 @@ def memory_cgroup():
     makes the whole candidate, but not the kernel memory of its private /tmp: its inodes)."""
     if _CGROUP:
         return _CGROUP[0]
-    found = None
-    for base, v2 in (("/sys/fs/cgroup/memory", False), ("/sys/fs/cgroup", True)):
-        if v2 and not os.path.exists(os.path.join(base, "cgroup.controllers")):
+    found = pids = None
+    for version, memory, tasks in HIERARCHIES:
+        v2 = version == "v2"
+        if v2 and not os.path.exists(os.path.join(memory, "cgroup.controllers")):
             continue
-        parent = os.path.join(base, CGROUP_NAME)
+        parent = os.path.join(memory, CGROUP_NAME)
         try:
             os.makedirs(parent, exist_ok=True)
             if v2:
@@ -221,18 +235,66 @@ def memory_cgroup():
             if test:
                 _remove_cgroup(test)
                 found = parent
-                for left in os.listdir(parent):  # runs of processes that have died (killed, or no atexit)
-                    if left.startswith("run-") and left.count("-") == 2 and dead(left.split("-")[1]):
-                        _remove_cgroup(os.path.join(parent, left), tries=1)
+                pids = _pids_parent(tasks)
+                for folder in {found, pids} - {None}:
+                    for left in os.listdir(folder):  # runs of processes that have died (killed, or no atexit)
+                        if left.startswith("run-") and left.count("-") == 2 and dead(left.split("-")[1]):
+                            _remove_cgroup(os.path.join(folder, left), tries=1)
                 break
         except OSError:
             continue
     _CGROUP.append(found)
+    _PIDS[:] = [pids]
     return found
 
 
-def _new_cgroup(memory_bytes, parent=None):
-    """A fresh cgroup capped at memory_bytes (swap included where the kernel counts it), or None."""
+def _pids_parent(root):
+    """The pids controller's parent folder under the hierarchy `root`, or None: v1's own hierarchy, or v2's
+    (the memory cgroup's parent, where the pids controller can be enabled beside memory)."""
+    parent = os.path.join(root, CGROUP_NAME)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        control = os.path.join(parent, "cgroup.subtree_control")
+        if os.path.exists(os.path.join(root, "cgroup.controllers")):  # v2: beside memory, if it is there
+            with open(control, "w") as f:
+                f.write("+pids")
+        test = _new_cgroup(None, parent, max_tasks=64)
+        if test and os.path.exists(os.path.join(test, "pids.max")):
+            _remove_cgroup(test)
+            return parent
+        if test:
+            _remove_cgroup(test)
+    except OSError:
+        pass
+    return None
+
+
+def pids_cgroup():
+    """The folder under which a run's cgroup can cap its processes and threads (the pids controller), or None:
+    found with memory_cgroup(), and only where there is one (v1: /sys/fs/cgroup/pids; v2: the same folder)."""
+    memory_cgroup()
+    return _PIDS[0] if _PIDS else None
+
+
+def _new_run_cgroups(memory_bytes, max_tasks=None):
+    """A run's cgroups: one capped at memory_bytes and, with max_tasks, at that many tasks (v2: the same
+    cgroup; v1: one more, in the pids hierarchy). [] where no memory cgroup can be made here."""
+    group = _new_cgroup(memory_bytes, max_tasks=max_tasks)
+    if not group:
+        return []
+    groups = [group]
+    pids = pids_cgroup() if max_tasks else None
+    if pids and pids != os.path.dirname(group):  # v1: the pids controller is a hierarchy of its own
+        other = _new_cgroup(None, pids, max_tasks=max_tasks)
+        if other:
+            groups.append(other)
+    return groups
+
+
+def _new_cgroup(memory_bytes, parent=None, max_tasks=None):
+    """A fresh cgroup under `parent` (default: memory_cgroup()), capped at memory_bytes (swap included where
+    the kernel counts it) where given, and at max_tasks tasks where given and its hierarchy has the pids
+    controller; or None."""
     parent = parent or memory_cgroup()
     if not parent:
         return None
@@ -243,12 +305,13 @@ def _new_cgroup(memory_bytes, parent=None):
         os.mkdir(group)
         v1 = os.path.exists(os.path.join(group, "memory.limit_in_bytes"))
         # v1: memory, then memory + swap at the same cap; v2: memory, and no swap (the swap file only where
-        # the kernel counts swap)
-        limits = ([("memory.limit_in_bytes", memory_bytes), ("memory.memsw.limit_in_bytes", memory_bytes)] if v1
-                  else [("memory.max", memory_bytes), ("memory.swap.max", 0)])
-        for i, (name, value) in enumerate(limits):
+        # the kernel counts swap). (file, value, required)
+        limits = ([("memory.limit_in_bytes", memory_bytes, True), ("memory.memsw.limit_in_bytes", memory_bytes, False)]
+                  if v1 else [("memory.max", memory_bytes, True), ("memory.swap.max", 0, False)])
+        limits = (limits if memory_bytes is not None else []) + ([("pids.max", max_tasks, False)] if max_tasks else [])
+        for name, value, required in limits:
             path = os.path.join(group, name)
-            if i == 0 or os.path.exists(path):
+            if required or os.path.exists(path):
                 with open(path, "w") as f:
                     f.write(str(int(value)))
         return group
