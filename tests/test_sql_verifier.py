@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -19,11 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import ROOT
-from utils.verifiers.isolation import sandbox_config
+from utils.verifiers.isolation import WALLS, available_walls, readable_by, sandbox_config
 from utils.verifiers.sql import (
+    COPY_PREFIX,
     DB_PATH,
     MAX_SQL_CHARS,
     ORDERS,
+    REAPER_TAG,
     USERS,
     build_database,
     load_sql_suite,
@@ -266,7 +269,7 @@ def worker_pythons():
     out = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if "python" in p.name() and p.cmdline()[1:3] == ["-I", "-S"]:
+            if "python" in p.name() and p.cmdline()[1:3] == ["-I", "-S"] and REAPER_TAG not in " ".join(p.cmdline()):
                 out.append(p)
         except psutil.Error:  # gone meanwhile
             pass
@@ -354,7 +357,8 @@ def test_a_dead_worker_costs_one_call():
 
 def test_shutdown_leaves_no_process_behind():
     execution(FR), sql_syntax_reward([FR])
-    started = [p.pid for p in psutil.Process().children(recursive=True)]
+    started = [p.pid for p in psutil.Process().children(recursive=True)
+               if REAPER_TAG not in " ".join(p.cmdline())]   # the copies' reaper lives as long as we do
     assert started
     shutdown_worker()
     assert alive(started) == []
@@ -427,9 +431,57 @@ def test_database_in_a_private_folder():
         assert not os.path.exists(stale)                     # swept when the next copy was made
         if os.geteuid() == 0 and sandbox_config()["wall"] == "isolated":  # the copy is bound into the worker's
             mine = glob.glob(os.path.join(tempfile.gettempdir(), f"rlvr_sql_{os.getpid()}_*"))  # world: its
-            assert mine == []                                                                 # host name is gone
+            assert [f for d in mine for _, _, files in os.walk(d) for f in files] == []       # host name is gone
     finally:
         shutil.rmtree(folder)
+
+
+TRAINER = """import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import psutil
+from utils.verifiers import isolation, sql
+walls = isolation.available_walls()
+isolation._CONFIG = {sys.argv[2]: walls[sys.argv[2]]}   # this wall only
+assert sql.run_readonly("SELECT count(*) FROM users", db_path=sys.argv[3]) == ([(20,)], None)
+print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("wall", WALLS)
+def test_a_killed_trainer_leaves_no_copy(wall, tmp_path):
+    """A trainer judging on a database its wall's user cannot read (a private folder; root drops the worker to
+    nobody) gets a copy, which goes to tempfile.gettempdir()/rlvr_sql_<its pid>_<random>/ and nowhere else.
+    SIGKILLed there, it leaves nothing: no copy folder, no worker, no reaper."""
+    walls = available_walls()
+    if wall not in walls:
+        pytest.skip(f"no {wall} wall here (this machine has {list(walls)})")
+    folder = tmp_path / "private"
+    folder.mkdir()
+    os.chmod(folder, 0o700)
+    db = build_database(str(folder / "shop.db"))
+    if readable_by(walls[wall]["uid"], db):
+        pytest.skip(f"behind the {wall} wall the worker runs as our own user (uid {walls[wall]['uid']}): it reads "
+                    "the database itself, so nothing is copied")
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINER, ROOT, wall, db], stdout=subprocess.PIPE, cwd=ROOT)
+    copies = os.path.join(tempfile.gettempdir(), f"{COPY_PREFIX}{trainer.pid}_*")
+    try:
+        started = json.loads(trainer.stdout.readline())
+        (made,) = glob.glob(copies)                     # the one folder its copies go to, while it runs
+        inside = [f for _, _, files in os.walk(made) for f in files]
+        # behind the isolated wall the copy's host name goes once the worker answers (bound in, it stays there)
+        assert inside == ([] if wall == "isolated" else ["shop.db"]), inside
+        assert len(started) >= 2, started               # the reaper and the worker (with its wall's processes)
+    finally:
+        trainer.send_signal(signal.SIGKILL)
+        trainer.wait()
+        trainer.stdout.close()
+    deadline = time.monotonic() + 5
+    while glob.glob(copies) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert glob.glob(copies) == []
+    assert alive(started, wait_s=5) == []
+    assert sorted(os.listdir(folder)) == ["shop.db"]
 
 
 # --- the reward signature, robustness -----------------------------------------------------------------

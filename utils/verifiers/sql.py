@@ -17,6 +17,9 @@ isolation.py, capped at MEM_MB of memory and no file writes, the database opened
 SQLite's authorizer allowing reads only, and text, rows and result size capped. The parent waits
 timeout_s + MARGIN_S for a reply, then kills the worker's process group and starts a fresh one on
 the next call. The worker is reused across calls (~0.5 ms a judgment), one per database file.
+Where the wall's user cannot read the database (root drops the worker to nobody; the file in a private
+folder), the worker gets a copy, in tempfile.gettempdir()/rlvr_sql_<pid>_<random>/ and nowhere else: a
+reaper process removes that folder when the process that made it ends, SIGKILL included (_copies_folder).
 A verifier never raises: anything it cannot judge scores 0.0. `python -m utils.verifiers.sql`
 rebuilds the DB.
 """
@@ -30,6 +33,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -127,14 +131,16 @@ class _Worker:
     """One sql_worker.py process behind the wall, for one database file (db: its real path) or for
     compiling only (db None). Behind the isolated wall it sees no host file but the db, bound
     read-only at /db/<name>; the other walls see host paths. Where the wall's user (nobody, when we
-    are root) cannot reach the file (a private folder such as /root), it gets a readable copy."""
+    are root) cannot reach the file (a private folder such as /root), it gets a readable copy, in the
+    folder _copies_folder() gives: removed when the worker is killed, and by the reaper when this process
+    ends, however it ends."""
 
     def __init__(self, db):
         cfg = sandbox_config()
         self.copy = None
         if db is not None and not readable_by(cfg["uid"], db):
             _sweep_copies()
-            self.copy = tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}_")
+            self.copy = tempfile.mkdtemp(dir=_copies_folder())
             os.chmod(self.copy, 0o755)
             db = shutil.copy(db, self.copy)
             os.chmod(db, 0o444)
@@ -228,11 +234,63 @@ class _Worker:
 
 
 COPY_PREFIX = "rlvr_sql_"
+REAPER_TAG = "rlvr-sql-copies-reaper"
+# Trusted, our own code, run as `python -I -S -c REAPER <pid> <temp folder> <prefix>` by the process `pid` (not
+# behind a wall: it removes what that process made). It makes the folder the copies go to, prints its name,
+# and removes it when that process ends: its pipe (stdin) reaches end of file, or its parent changes.
+REAPER = "# " + REAPER_TAG + """
+import os, select, shutil, sys, tempfile
+trainer = int(sys.argv[1])
+folder = tempfile.mkdtemp(dir=sys.argv[2], prefix=sys.argv[3])
+try:
+    os.chmod(folder, 0o755)
+    os.write(1, (folder + "\\n").encode())
+    os.close(1)
+    watch = select.poll()
+    watch.register(0, select.POLLIN)
+    while os.getppid() == trainer:  # a fork of the trainer may hold the pipe too: the parent id says it ended
+        if watch.poll(1000) and not os.read(0, 4096):
+            break
+finally:
+    shutil.rmtree(folder, ignore_errors=True)
+"""
+_REAPER = (None, None, None)   # (pid, the folder its copies go to, the reaper's Popen)
+
+
+def _copies_folder():
+    """The folder this process's database copies go to, tempfile.gettempdir()/rlvr_sql_<pid>_<random>, made on
+    first use by a reaper: a process of our own user, started in its own session, that removes the folder
+    when this process ends, however it ends (SIGKILL included; a killed reaper's folder is removed here, or
+    by _sweep_copies)."""
+    global _REAPER
+    pid, folder, reaper = _REAPER
+    if pid == os.getpid() and reaper.poll() is None and os.path.isdir(folder):
+        return folder
+    if pid == os.getpid():  # its reaper was killed, or the folder removed
+        shutil.rmtree(folder, ignore_errors=True)
+    r, w = os.pipe()  # the write end is ours alone (not inheritable): it closes when we end
+    try:
+        reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, str(os.getpid()), tempfile.gettempdir(),
+                                   f"{COPY_PREFIX}{os.getpid()}_"], stdin=r, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env={}, cwd="/", close_fds=True, start_new_session=True)
+    except OSError:
+        os.close(w)
+        raise
+    finally:
+        os.close(r)
+    with reaper.stdout:
+        folder = reaper.stdout.readline().decode().strip()
+    if not folder or not os.path.isdir(folder):
+        os.close(w)
+        raise RuntimeError(f"the copies' reaper did not start (exit status {reaper.wait()})")
+    reaper.pipe = w  # kept open for this process's life
+    _REAPER = (os.getpid(), folder, reaper)
+    return folder
 
 
 def _sweep_copies():
-    """Remove the database copies (behind a weaker wall, where the worker opens the copy by name) that a
-    process which has since died left behind: killed, it could not remove its own."""
+    """Remove the database copies that a process which has since died left behind, if its reaper could not
+    (the reaper killed too)."""
     for folder in glob.glob(os.path.join(tempfile.gettempdir(), COPY_PREFIX + "*_*")):
         if dead(os.path.basename(folder)[len(COPY_PREFIX):].split("_")[0]):
             shutil.rmtree(folder, ignore_errors=True)
