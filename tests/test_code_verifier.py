@@ -708,6 +708,19 @@ def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, contro
     assert not [d for d in os.listdir(found) if d.startswith(f"run-{os.getpid()}-")]
 
 
+def test_no_cgroup_folder_where_no_hierarchy_is_mounted(monkeypatch, tmp_path):
+    """Where a hierarchy's folder is missing or is a plain folder (not a cgroup), nothing is made there: no
+    run cgroups, and no stray rlvr-sandbox folder (under a v2 root, such a folder would be a cgroup)."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.setattr(isolation, "HIERARCHIES", (("v1", str(tmp_path / "missing"), str(plain)),
+                                                   ("v2", str(plain), str(plain))))
+    monkeypatch.setattr(isolation, "_CGROUP", [])
+    monkeypatch.setattr(isolation, "_PIDS", [])
+    assert isolation.memory_cgroup() is None and isolation.pids_cgroup() is None
+    assert sorted(os.listdir(tmp_path)) == ["plain"] and os.listdir(plain) == []
+
+
 def _without_the_filter(monkeypatch, controller):
     """The strongest wall with its syscall filter off, where this machine makes run cgroups with `controller`."""
     cfg = sandbox_config()

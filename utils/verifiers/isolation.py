@@ -223,7 +223,7 @@ def memory_cgroup():
     found = pids = None
     for version, memory, tasks in HIERARCHIES:
         v2 = version == "v2"
-        if v2 and not os.path.exists(os.path.join(memory, "cgroup.controllers")):
+        if not _is_hierarchy(memory, v2):  # never a folder made where none is mounted
             continue
         parent = os.path.join(memory, CGROUP_NAME)
         try:
@@ -248,14 +248,23 @@ def memory_cgroup():
     return found
 
 
+def _is_hierarchy(root, v2):
+    """Whether `root` is a mounted cgroup hierarchy of that version (v2 has cgroup.controllers, v1 does not)."""
+    return os.path.exists(os.path.join(root, "cgroup.procs")) and \
+        os.path.exists(os.path.join(root, "cgroup.controllers")) == v2
+
+
 def _pids_parent(root):
     """The pids controller's parent folder under the hierarchy `root`, or None: v1's own hierarchy, or v2's
     (the memory cgroup's parent, where the pids controller can be enabled beside memory)."""
+    v2 = os.path.exists(os.path.join(root, "cgroup.controllers"))
+    if not _is_hierarchy(root, v2):
+        return None
     parent = os.path.join(root, CGROUP_NAME)
     try:
         os.makedirs(parent, exist_ok=True)
         control = os.path.join(parent, "cgroup.subtree_control")
-        if os.path.exists(os.path.join(root, "cgroup.controllers")):  # v2: beside memory, if it is there
+        if v2:  # beside memory, if it is there
             with open(control, "w") as f:
                 f.write("+pids")
         test = _new_cgroup(None, parent, max_tasks=64)
