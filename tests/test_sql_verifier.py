@@ -484,6 +484,20 @@ def test_a_killed_trainer_leaves_no_copy(wall, tmp_path):
     assert sorted(os.listdir(folder)) == ["shop.db"]
 
 
+def test_a_killed_reaper_is_replaced():
+    """The copies' reaper killed (it cannot clean up then): the next copy gets a fresh folder and a fresh
+    reaper, and the old folder is removed."""
+    from utils.verifiers import sql as sv
+    first = sv._copies_folder()
+    assert sv._copies_folder() == first                 # one folder per process
+    reaper = sv._REAPER[2]
+    reaper.kill()
+    reaper.wait()
+    second = sv._copies_folder()
+    assert second != first and not os.path.exists(first) and os.path.isdir(second)
+    assert sv._REAPER[2].poll() is None and REAPER_TAG in " ".join(psutil.Process(sv._REAPER[2].pid).cmdline())
+
+
 # --- the reward signature, robustness -----------------------------------------------------------------
 
 def test_reward_signature():

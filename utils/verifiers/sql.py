@@ -267,6 +267,7 @@ def _copies_folder():
     if pid == os.getpid() and reaper.poll() is None and os.path.isdir(folder):
         return folder
     if pid == os.getpid():  # its reaper was killed, or the folder removed
+        os.close(reaper.pipe)
         shutil.rmtree(folder, ignore_errors=True)
     r, w = os.pipe()  # the write end is ours alone (not inheritable): it closes when we end
     try:
