@@ -102,6 +102,26 @@ def sequence(where, name, x, length=None):
     return x
 
 
+def path(where, name, p, kind=None):
+    """p as a str, after checking: a non-empty str or os.PathLike (a pathlib.Path); ValueError naming it otherwise.
+    kind "file" or "folder": it must also be one, else FileNotFoundError naming it."""
+    import os
+
+    if not isinstance(p, (str, os.PathLike)) or not os.fspath(p):
+        raise ValueError(f"{where}: {name}={_short(p)} must be a path (a non-empty str or pathlib.Path)")
+    p = os.fspath(p)
+    if (kind == "file" and not os.path.isfile(p)) or (kind == "folder" and not os.path.isdir(p)):
+        raise FileNotFoundError(f"{where}: {name}={_short(p)} is not a {kind}")
+    return p
+
+
+def flag(where, name, x):
+    """x after checking that it is True or False (1, "yes" or None in its place would be taken silently)."""
+    if not isinstance(x, bool):
+        raise ValueError(f"{where}: {name} must be True or False, got {_short(x)}")
+    return x
+
+
 def model(where, name, m):
     """m after checking that it is a torch model (torch.nn.Module): a tokenizer, a name or None in its place
     fails here, naming the argument (load_policy returns (model, tokenizer), in that order)."""

@@ -5,11 +5,18 @@ import contextlib
 import os
 import shutil
 
+from utils import checks
+
+WRITE_MODES = ("w", "wt", "wb")
+
 
 @contextlib.contextmanager
 def atomic_write(path, mode="w"):
     """open(path, mode) for writing, through a temporary file beside it that replaces `path` only once the
-    block has finished without an error (and the bytes are on disk)."""
+    block has finished without an error (and the bytes are on disk). mode: 'w' (text) or 'wb' (bytes)."""
+    path = checks.path("atomic_write", "path", path)
+    if not isinstance(mode, str) or mode not in WRITE_MODES:
+        raise ValueError(f"atomic_write: mode={checks._short(mode)} must be one of {WRITE_MODES}")
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, mode) as f:
@@ -27,7 +34,7 @@ def atomic_write(path, mode="w"):
 def atomic_dir(path):
     """Yields a fresh temporary folder beside `path`; once the block has finished without an error, that
     folder takes the place of `path` (the old one, if any, is removed after the swap)."""
-    path = os.path.normpath(path)
+    path = os.path.normpath(checks.path("atomic_dir", "path", path))
     tmp, old = f"{path}.{os.getpid()}.tmp", f"{path}.{os.getpid()}.old"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -45,6 +52,8 @@ def atomic_dir(path):
 def check_writable(folder, what):
     """Make `folder` and write a probe file there now, so a run that will save into it fails before it starts
     rather than after: an OSError that names `what` (the argument) and the folder."""
+    if isinstance(folder, bool) or not isinstance(folder, (str, os.PathLike)) or not os.fspath(folder):
+        raise ValueError(f"{what}={checks._short(folder)} must be a folder's path (a non-empty str or pathlib.Path)")
     folder = os.fspath(folder)
     try:
         os.makedirs(folder, exist_ok=True)

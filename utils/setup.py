@@ -7,7 +7,10 @@ import torch
 
 
 def seed_everything(seed=0):
-    """Seed Python, NumPy and torch (CPU and CUDA)."""
+    """Seed Python, NumPy and torch (CPU and CUDA). seed: an integer from 0 to 2**32 - 1 (NumPy's range)."""
+    from utils import checks
+
+    seed = checks.number("seed_everything", "seed", seed, lo=0, hi=2**32 - 1, integer=True)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -19,6 +22,11 @@ def setup(seed=0, quiet=False):
     import warnings
 
     import matplotlib.pyplot as plt
+
+    from utils import checks
+
+    checks.number("setup", "seed", seed, lo=0, hi=2**32 - 1, integer=True)
+    checks.flag("setup", "quiet", quiet)
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore", category=UserWarning)

@@ -15,7 +15,7 @@ import os
 import random
 
 from utils import DATA_DIR, checks
-from utils.tasks import read_jsonl, write_jsonl
+from utils.tasks import read_jsonl, split_args, split_sizes, write_jsonl
 
 OPS = "+-"
 SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 500, "ood": 500}
@@ -61,14 +61,7 @@ def make_problem(rng, lo=0, hi=99, ops=OPS, big_lo=None, big_hi=None):
 def make_splits(seed=SPLITS_SEED, sizes=None):
     """All four splits as {name: [problem, ...]}, disjoint by prompt. Deterministic in seed."""
     seed = checks.number("make_splits", "seed", seed, lo=0, integer=True)
-    if sizes is not None and not isinstance(sizes, dict):
-        raise ValueError(f"make_splits: sizes must be a dict {{split: rows}}, got {checks._short(sizes)}")
-    sizes = dict(SPLIT_SIZES, **(sizes or {}))
-    for name, n in sizes.items():
-        if name not in SPLIT_SIZES:
-            raise ValueError(f"make_splits: sizes has an unknown split {name!r}; the splits are {list(SPLIT_SIZES)}")
-        sizes[name] = checks.number("make_splits", f"sizes[{name!r}]", n, lo=0, hi=10 * SPLIT_SIZES["train"],
-                                    integer=True)
+    sizes = split_sizes("make_splits", SPLIT_SIZES, sizes)
     rng = random.Random(seed)
     seen = set()
     out = {}
@@ -111,8 +104,7 @@ def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
 
 def load_split(name, n=None, data_dir=DATA_DIR):
     """A split as a datasets.Dataset with columns prompt, answer, a, op, b (first n rows)."""
-    if name not in SPLIT_SIZES:
-        raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
+    name, n, data_dir = split_args("load_split", SPLIT_SIZES, name, n, data_dir)
     ds = read_jsonl(split_path(name, data_dir), "utils.tasks.arithmetic")
     return ds if n is None else ds.select(range(min(n, len(ds))))
 

@@ -103,13 +103,21 @@ def level_pools(levels_per_step, digits):
     """curriculum()'s [steps] list of levels -> one array of prompt indices per step (GroupRollout(pools=)):
     the prompts whose `digits` (one per prompt) is among that step's levels. ValueError for a level no prompt
     has."""
+    checks.array("level_pools", "digits", digits, dims=1)
     digits = np.asarray(digits)
+    if digits.size == 0:
+        raise ValueError("level_pools: digits is empty: it needs one level per prompt")
+    if isinstance(levels_per_step, (str, bytes, dict)) or not isinstance(levels_per_step, (list, tuple)) or \
+            not all(isinstance(lv, (list, tuple)) for lv in levels_per_step):
+        raise ValueError(f"level_pools: levels_per_step must be curriculum()'s list of levels per step, got "
+                         f"{checks._short(levels_per_step)}")
     by_level = {d: np.flatnonzero(digits == d) for d in np.unique(digits)}
     out = []
     for levels in levels_per_step:
-        missing = [lv for lv in levels if lv not in by_level]
-        if missing:
-            raise ValueError(f"level_pools: no prompt has level {missing}; the levels are {sorted(by_level)}")
+        missing = [lv for lv in levels if isinstance(lv, (list, dict, set)) or lv not in by_level]
+        if missing or not levels:
+            raise ValueError(f"level_pools: no prompt has level {missing or 'none'} (levels_per_step asks for it); the "
+                             f"levels in digits are {sorted(v.item() for v in by_level)}")
         out.append(np.sort(np.concatenate([by_level[lv] for lv in levels])))
     return out
 

@@ -24,11 +24,12 @@ Splits (written by `python -m utils.tasks.scratchpad`, seed SPLITS_SEED), disjoi
   test   the same distribution: held-out accuracy, per level
   ood    5-digit operands: longer traces than training ever shows
 """
+import numbers
 import os
 import random
 
-from utils import DATA_DIR
-from utils.tasks import read_jsonl, write_jsonl
+from utils import DATA_DIR, checks
+from utils.tasks import read_jsonl, split_args, split_sizes, write_jsonl
 
 ALPHABET = "0123456789+=>: "  # the character tokenizer's alphabet for this task
 LEVELS = (2, 3, 4)            # digits of the longer operand, in train / valid / test
@@ -37,15 +38,25 @@ SPLIT_SIZES = {"train": 6000, "valid": 300, "test": 600, "ood": 300}
 SPLITS_SEED = 4321
 
 
+def _operands(where, a, b):
+    """a and b as ints, after checking: operands are non-negative integers (ValueError naming the one that is not)."""
+    out = []
+    for name, v in (("a", a), ("b", b)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"{where}: operands must be non-negative integers, got {name}={checks._short(v)}")
+        out.append(int(v))
+    return out
+
+
 def format_prompt(a, b):
     """'478+356:' : the scratchpad prompt (':' where the arithmetic task has '=')."""
+    a, b = _operands("format_prompt", a, b)
     return f"{a}+{b}:"
 
 
 def steps_for(a, b):
     """The right steps for a + b, as a list of (x, y, c, s) tuples, right-most column first."""
-    if not (isinstance(a, int) and isinstance(b, int)) or a < 0 or b < 0:
-        raise ValueError(f"operands must be non-negative ints, got {a!r} and {b!r}")
+    a, b = _operands("steps_for", a, b)
     da, db = str(a)[::-1], str(b)[::-1]
     out, c = [], 0
     for i in range(max(len(da), len(db))):
@@ -57,20 +68,35 @@ def steps_for(a, b):
     return out
 
 
+def _steps(where, name, steps):
+    """steps after checking: a list of (x, y, c, s) steps, each four integers >= 0."""
+    if isinstance(steps, (str, bytes, dict)) or not isinstance(steps, (list, tuple)) or not all(
+            isinstance(st, (list, tuple)) and len(st) == 4 and all(isinstance(v, numbers.Integral) and
+                                                                   not isinstance(v, bool) and v >= 0 for v in st)
+            for st in steps):
+        raise ValueError(f"{where}: {name} must be a list of (x, y, c, s) steps, four integers >= 0 each, got "
+                         f"{checks._short(steps)}")
+    return steps
+
+
 def format_step(step):
     """(8, 6, 0, 14) -> '8+6+0=14'."""
+    _steps("format_step", "step", [step])
     return "{}+{}+{}={}".format(*step)
 
 
 def format_trace(steps, answer):
-    """The completion text: the steps, space-separated, then ' >' and the answer."""
+    """The completion text: the steps, space-separated, then ' >' and the answer (an integer >= 0, or its digits)."""
+    _steps("format_trace", "steps", steps)
+    if not (isinstance(answer, str) and answer.isascii() and answer.isdigit()):
+        checks.number("format_trace", "answer", answer, lo=0, integer=True)
     return " ".join(format_step(s) for s in steps) + (" " if steps else "") + f">{answer}"
 
 
 def answer_from_steps(steps):
     """The number a list of steps spells: each step's units digit, and the last step's full sum in
     front (8+6+0=14 7+5+1=13 4+3+1=8 -> 834). None for no steps."""
-    if not steps:
+    if steps is None or not _steps("answer_from_steps", "steps", steps):
         return None
     return str(steps[-1][3]) + "".join(str(s[3] % 10) for s in reversed(steps[:-1]))
 
@@ -105,7 +131,8 @@ def fresh_problems(n, digits, seed, exclude=()):
 
 def make_splits(seed=SPLITS_SEED, sizes=None):
     """All four splits as {name: [problem, ...]}, disjoint by prompt, levels drawn evenly."""
-    sizes = dict(SPLIT_SIZES, **(sizes or {}))
+    seed = checks.number("make_splits", "seed", seed, lo=0, integer=True)
+    sizes = split_sizes("make_splits", SPLIT_SIZES, sizes)
     rng, seen, out = random.Random(seed), set(), {}
 
     def draw(n, levels):
@@ -180,12 +207,11 @@ def write_splits(data_dir=DATA_DIR, seed=SPLITS_SEED):
 def load_split(name, n=None, digits=None, data_dir=DATA_DIR):
     """A split as a datasets.Dataset (columns prompt, answer, a, b, digits, trace): the first n rows,
     of one level if `digits` is given."""
-    if name not in SPLIT_SIZES:
-        raise ValueError(f"unknown split {name!r}; allowed: {sorted(SPLIT_SIZES)}")
+    name, n, data_dir = split_args("load_split", SPLIT_SIZES, name, n, data_dir)
     ds = read_jsonl(split_path(name, data_dir), "utils.tasks.scratchpad")
     if digits is not None:
         levels = sorted(set(ds["digits"]))
-        if digits not in levels:
+        if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits not in levels:
             raise ValueError(f"split {name!r} has no problems with digits={digits!r}; it has {levels}")
         ds = ds.filter(lambda r: r["digits"] == digits)
     return ds if n is None else ds.select(range(min(n, len(ds))))
