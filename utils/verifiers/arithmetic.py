@@ -8,7 +8,7 @@ import numbers
 import os
 import re
 
-from utils import DATA_DIR
+from utils import DATA_DIR, checks
 from utils.verifiers.signature import reward_from_match
 
 MAX_CHARS = 64  # longer completions are rejected unread: no arithmetic answer here is that long
@@ -139,7 +139,8 @@ def load_arithmetic_suite(path=None):
     """The adversarial suite for the arithmetic verifiers (data/verifiers/arithmetic_adversarial.jsonl):
     a list of dicts with id, kind, prompt, answer, output, label (1.0 = a right answer that must
     pass, 0.0 = must fail), note. A case with "repeat": n has output repeated n times (huge cases)."""
-    path = path or os.path.join(DATA_DIR, "verifiers", "arithmetic_adversarial.jsonl")
+    path = os.path.join(DATA_DIR, "verifiers", "arithmetic_adversarial.jsonl") if path is None else \
+        checks.path("load_arithmetic_suite", "path", path, "file")
     cases = []
     with open(path, encoding="utf-8") as f:
         for line in f:

@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 
+from utils import checks
 from utils.verifiers.code import (
     ESCAPE_MARKER,
     EVIDENCE_DIR,
@@ -40,7 +41,7 @@ from utils.verifiers.code import (
     load_code_suite,
     wall_deadline,
 )
-from utils.verifiers.isolation import readable_behind  # noqa: F401 - Lab 02 imports it from here
+from utils.verifiers.isolation import readable_behind, sandbox_config  # noqa: F401 - Lab 02 imports it from here
 
 ATTACK_CLASSES = {  # the classes of issue 19, in Lab 02's words
     "answers": "read the expected outputs",
@@ -167,18 +168,34 @@ def _marked_processes():
 
 
 def attack_cases(cases=None):
-    """The suite's attack cases (those with an "attack" field)."""
-    return [c for c in (cases or load_code_suite()) if c.get("attack")]
+    """The suite's attack cases (those with an "attack" field) among `cases` (None: the whole suite, load_code_suite;
+    a list of its dicts otherwise). Each attack case needs id, candidate, tests and label (ValueError naming cases)."""
+    if cases is None:
+        cases = load_code_suite()
+    if isinstance(cases, (str, bytes, dict)) or not isinstance(cases, (list, tuple)) or \
+            not all(isinstance(c, dict) for c in cases):
+        raise ValueError(f"attack_cases: cases must be a list of the suite's cases (dicts, as load_code_suite() "
+                         f"gives) or None for the whole suite, got {checks._short(cases)}")
+    out = [c for c in cases if c.get("attack")]
+    for c in out:
+        missing = [k for k in ("id", "candidate", "tests", "label") if k not in c]
+        if missing:
+            raise ValueError(f"attack_cases: cases holds an attack case without {missing}: {checks._short(c)}")
+    return out
 
 
 def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
     """Each attack case through code_reward behind `wall` (None: the strongest here), judged by
     the evidence. Returns one dict per case: id, attack, wall, audit_hook, reward, right (reward
     == label), escaped (bool), evidence (list of str), seconds."""
+    cases = attack_cases(cases)  # the arguments first: nothing is set up for a call that cannot run
+    sandbox_config(wall)
+    checks.flag("run_attacks", "audit_hook", audit_hook)
+    timeout_s = checks.number("run_attacks", "timeout_s", timeout_s, lo=0, lo_open=True)
     rows = []
     with Evidence() as ev:
         ev.collect()
-        for c in attack_cases(cases):
+        for c in cases:
             batch = [c["candidate"]] + ([c["beside"]] if c.get("beside") else [])
             t = time.perf_counter()
             got = code_reward(batch, [c["tests"]] * len(batch), timeout_s=timeout_s, allow_weaker_wall=True,

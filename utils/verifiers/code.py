@@ -35,7 +35,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from utils import DATA_DIR
+from utils import DATA_DIR, checks
 from utils.verifiers.isolation import (  # noqa: F401 - re-exported: the wall is part of this API
     NOBODY,
     SandboxUnavailable,
@@ -180,6 +180,8 @@ def wall_deadline(timeout_s, beside=0):
     (a sleep, a blocked read). Room for twice its own CPU budget (a busy machine) and for all of its
     neighbours' (each uses at most cpu_limit(timeout_s) seconds of CPU) on the same core: what a
     neighbour does cannot turn a right run into a timeout."""
+    timeout_s = checks.number("wall_deadline", "timeout_s", timeout_s, lo=0)
+    beside = checks.number("wall_deadline", "beside", beside, lo=0, integer=True)
     return 2 * timeout_s + beside * cpu_limit(timeout_s) + 0.5
 
 
@@ -286,6 +288,9 @@ def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, au
     SandboxUnavailable before running anything. wall= names a weaker wall to run behind (Lab 02's
     comparison); audit_hook=False shows what the OS walls do alone."""
     cfg = require(allow_weaker_wall, wall)
+    timeout_s = checks.number("run_sandboxed", "timeout_s", timeout_s, lo=0, lo_open=True)
+    mem_mb = checks.number("run_sandboxed", "mem_mb", mem_mb, lo=16, hi=1 << 20, integer=True)
+    checks.flag("run_sandboxed", "audit_hook", audit_hook)
     if not isinstance(code, str) or len(code) > MAX_CODE_CHARS or not isinstance(func_name, str):
         return dict(status="error", outputs=None, stdout="", stderr="rejected unread", seconds=0.0, cpu_seconds=None)
     return _run(cfg, code, inputs, func_name, timeout_s, mem_mb, bool(audit_hook))
@@ -330,6 +335,10 @@ def _naive(code, tests, func_name, timeout_s, cfg, audit_hook, beside=0):
 
 def _rewards(match, completions, tests, func_name, timeout_s, allow_weaker_wall, wall, audit_hook, workers):
     cfg = require(allow_weaker_wall, wall)  # the one exception: no wall, no run (see run_sandboxed)
+    timeout_s = checks.number("code_reward", "timeout_s", timeout_s, lo=0, lo_open=True)  # the caller's options
+    checks.flag("code_reward", "audit_hook", audit_hook)
+    if workers is not None:
+        checks.number("code_reward", "workers", workers, lo=1, hi=1024, integer=True)
     rows = per_completion(completions, Shared(_tests(tests)) if _tests(tests) else tests, func_name)
     workers = max(1, min(len(rows), workers or os.cpu_count() or 1))
 
@@ -375,7 +384,7 @@ def load_code_suite(path=SUITE_PATH):
     correct solution that must pass; 0.0: must fail). "@DATA_DIR@" in a candidate becomes this
     checkout's data folder, "@EVIDENCE@" EVIDENCE_DIR and "@MARKER@" ESCAPE_MARKER (attacks.py); a
     "pad": n field appends an n-character comment (the huge candidate)."""
-    with open(path, encoding="utf-8") as f:
+    with open(checks.path("load_code_suite", "path", path, "file"), encoding="utf-8") as f:
         cases = [json.loads(line) for line in f if line.strip()]
     for c in cases:
         if isinstance(c["candidate"], str):

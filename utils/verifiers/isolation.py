@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 
-from utils import DATA_DIR, ROOT
+from utils import DATA_DIR, ROOT, checks
 from utils.verifiers import seccomp
 
 WALLS = ("isolated", "namespaces", "process", "audit hook only")
@@ -141,7 +141,16 @@ def readable_by(uid, path):
 def readable_behind(cfg, path):
     """Whether a process behind the wall `cfg` (a sandbox_config()) can read the host file `path`:
     never behind the isolated wall (no host file is there unless bound in), else by permissions."""
+    cfg, path = _config("readable_behind", cfg), checks.path("readable_behind", "path", path)
     return cfg["wall"] != "isolated" and readable_by(cfg["uid"], path)
+
+
+def _config(where, cfg, keys=("uid",)):
+    """cfg after checking that it is a wall's config (a dict as sandbox_config or available_walls give), with keys."""
+    if not isinstance(cfg, dict) or cfg.get("wall") not in WALLS or not set(keys) <= set(cfg):
+        raise ValueError(f"{where}: cfg must be a wall's config, as sandbox_config() or available_walls() give, got "
+                         f"{checks._short(cfg)}")
+    return cfg
 
 
 def _candidates(root):
@@ -381,6 +390,7 @@ def available_walls(refresh=False):
     (why no stronger wall: what to install or change)).
     "audit hook only" is always there (a plain child without rlimits: Windows, or its stand-in)."""
     global _CONFIG
+    checks.flag("available_walls", "refresh", refresh)
     if _CONFIG is not None and not refresh:
         return _CONFIG
     root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -425,6 +435,10 @@ def available_walls(refresh=False):
 def sandbox_config(wall=None, refresh=False):
     """The config of the strongest wall this machine builds (see available_walls), or of the
     named one; a wall that cannot be built here is a ValueError naming those that can."""
+    checks.flag("sandbox_config", "refresh", refresh)
+    if wall is not None and not isinstance(wall, str):
+        raise ValueError(f"sandbox_config: wall must be None (the strongest here) or one of {list(WALLS)}, got "
+                         f"{checks._short(wall)}")
     walls = available_walls(refresh)
     if wall is None:
         return next(iter(walls.values()))
@@ -435,8 +449,8 @@ def sandbox_config(wall=None, refresh=False):
 
 
 def describe(cfg=None):
-    """One line for a notebook: the wall, and what it cannot stop."""
-    cfg = cfg or sandbox_config()
+    """One line for a notebook: the wall, and what it cannot stop. cfg: a sandbox_config() (default: the strongest)."""
+    cfg = sandbox_config() if cfg is None else _config("describe", cfg, ("uid", "version", "missing"))
     line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']}"
     line += f", {seccomp.describe()} on)" if cfg.get("filtered") else ")"
     if cfg["wall"] == "isolated" and not cfg.get("filtered"):
@@ -450,6 +464,7 @@ def require(allow_weaker_wall, wall=None):
     """The config to run untrusted code behind (the strongest, or the named wall), or
     SandboxUnavailable before anything runs when that is not the isolated wall and the caller did
     not pass allow_weaker_wall=True."""
+    checks.flag("require", "allow_weaker_wall", allow_weaker_wall)
     cfg = sandbox_config(wall)
     if cfg["wall"] != "isolated" and not allow_weaker_wall:
         raise SandboxUnavailable(

@@ -10,6 +10,7 @@ raises: anything it cannot judge scores 0.0. `per_completion` is the one adapter
 arguments into rows, `reward_from_match` wraps a per-text check into the signature, and
 `verifier_report` measures a verifier against a labelled adversarial suite.
 """
+from utils import checks
 
 
 class Shared:
@@ -58,10 +59,18 @@ def per_completion(completions, *columns):
 
 def reward_from_match(match, name=None):
     """Wrap a per-text check match(text, answer) -> float into the shared signature, with `answer`
-    the column it reads: reward(completions, answer, **columns) -> [match(text, answer) per completion]."""
+    the column it reads: reward(completions, answer, **columns) -> [match(text, answer) per completion].
+    name: the reward's __name__ (default: match's, with _match -> _reward); its module is match's."""
+    if not callable(match):
+        raise ValueError(f"reward_from_match: match must be a function match(text, answer) -> float, got "
+                         f"{checks._short(match)}")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ValueError(f"reward_from_match: name must be a non-empty str or None, got {checks._short(name)}")
+
     def reward(completions, answer, **kwargs):
         return [match(text, a) for text, a in per_completion(completions, answer)]
-    reward.__name__ = name or match.__name__.replace("_match", "_reward")
+    reward.__name__ = reward.__qualname__ = name or getattr(match, "__name__", "match").replace("_match", "_reward")
+    reward.__module__ = getattr(match, "__module__", None) or reward.__module__
     reward.__doc__ = f"{match.__doc__}\n(TRL reward signature: completions, answer, **kw -> list of 0.0/1.0)"
     return reward
 
@@ -76,8 +85,20 @@ def verifier_report(reward_fn, cases, output_key="output"):
     n         number of cases;  misses  ids of the cases judged wrong
     by_kind   {kind: coverage on that kind's cases}
     """
-    if not cases:
-        raise ValueError("verifier_report needs at least one case")
+    checks.function("verifier_report", "reward_fn", reward_fn)
+    if not isinstance(output_key, str):
+        raise ValueError(f"verifier_report: output_key must be the name of the cases' output field (a str), got "
+                         f"{checks._short(output_key)}")
+    if isinstance(cases, (list, tuple)) and not cases:
+        raise ValueError("verifier_report needs at least one case: cases is empty")
+    if isinstance(cases, (str, bytes, dict)) or not isinstance(cases, (list, tuple)):
+        raise ValueError(f"verifier_report: cases must be a non-empty list of labelled cases (dicts), got "
+                         f"{checks._short(cases)}")
+    for i, c in enumerate(cases):
+        if not isinstance(c, dict) or any(k not in c for k in (output_key, "label", "id")) or \
+                c["label"] not in (0, 1) or isinstance(c["label"], bool):
+            raise ValueError(f"verifier_report: cases[{i}] must be a dict with id, label (0.0 or 1.0) and the "
+                             f"output field output_key={output_key!r}, got {checks._short(c)}")
     got = []
     for c in cases:  # one call per case: a verifier must judge each output on its own
         kw = {k: [v] for k, v in c.items() if k not in (output_key, "label")}

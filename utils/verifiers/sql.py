@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from utils import DATA_DIR
+from utils import DATA_DIR, checks
 from utils.verifiers.isolation import dead, launch, readable_by, sandbox_config
 from utils.verifiers.signature import per_completion
 
@@ -360,9 +360,24 @@ def shutdown_worker():
 atexit.register(shutdown_worker)
 
 
+def _options(where, db_path, timeout_s):
+    """(db_path, timeout_s) after checking, the caller's options (not the text judged): a path (NO_DB: none taken),
+    and a finite number of seconds >= 0."""
+    if db_path is not _NO_DB:
+        db_path = checks.path(where, "db_path", db_path)
+    return db_path, checks.number(where, "timeout_s", timeout_s, lo=0)
+
+
+_NO_DB = object()
+
+
 def run_readonly(sql, db_path=DB_PATH, timeout_s=2.0, max_rows=10_000):
     """Run one untrusted query on `db_path`, in the worker, without any way to change it.
-    Returns (rows, None) or (None, error message) within timeout_s + MARGIN_S; never raises."""
+    Returns (rows, None) or (None, error message) within timeout_s + MARGIN_S; never raises on the query (a
+    missing database file is an error message too). A bad db_path, timeout_s or max_rows is the caller's: a
+    ValueError naming it."""
+    db_path, timeout_s = _options("run_readonly", db_path, timeout_s)
+    max_rows = checks.number("run_readonly", "max_rows", max_rows, lo=0, integer=True)
     if not isinstance(sql, str):
         return None, "not a string"
     if len(sql) > MAX_SQL_CHARS:
@@ -385,6 +400,7 @@ def sql_compiles(text, timeout_s=2.0):
     It is compiled in the worker, in a throwaway in-memory database holding the schema and no rows,
     and stopped at its first step; statements that would write compile to no-ops (the authorizer
     answers IGNORE), so nothing runs and the shipped file is never opened. 0.0 past timeout_s."""
+    timeout_s = _options("sql_compiles", _NO_DB, timeout_s)[1]
     if not isinstance(text, str) or len(text) > MAX_SQL_CHARS:
         return 0.0
     try:
@@ -406,6 +422,7 @@ def _reference_rows(reference_sql, db_path, stamp):
 
 def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
     """Strong check: 1.0 iff `text` returns the reference query's rows as a multiset."""
+    db_path, timeout_s = _options("sql_execution_match", db_path, timeout_s)
     try:
         st = os.stat(db_path)
         want = _reference_rows(reference_sql, os.fspath(db_path), (st.st_mtime_ns, st.st_size))
@@ -419,12 +436,14 @@ def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
 
 def sql_syntax_reward(completions, timeout_s=2.0, **kwargs):
     """Weak verifier in TRL's signature: sql_compiles per completion (the answer is ignored)."""
+    timeout_s = _options("sql_syntax_reward", _NO_DB, timeout_s)[1]
     return [sql_compiles(text, timeout_s) for (text,) in per_completion(completions)]
 
 
 def sql_execution_reward(completions, reference_sql, db_path=DB_PATH, timeout_s=2.0, **kwargs):
     """Strong verifier in TRL's signature: sql_execution_match per completion. `reference_sql`
     is one query for all, or TRL's column (a list as long as completions; missing ones score 0)."""
+    db_path, timeout_s = _options("sql_execution_reward", db_path, timeout_s)
     return [sql_execution_match(text, ref, db_path, timeout_s)
             for text, ref in per_completion(completions, reference_sql)]
 
@@ -432,7 +451,7 @@ def sql_execution_reward(completions, reference_sql, db_path=DB_PATH, timeout_s=
 def load_sql_suite(path=SUITE_PATH):
     """The labelled adversarial suite: dicts with id, kind, question, reference_sql, candidate,
     label (1.0: a right answer that must pass; 0.0: must fail)."""
-    with open(path, encoding="utf-8") as f:
+    with open(checks.path("load_sql_suite", "path", path, "file"), encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 

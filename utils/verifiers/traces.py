@@ -55,7 +55,7 @@ def parse(text):
 def _ints(a, b):
     try:
         a, b = int(a), int(b)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return None
     return (a, b) if a >= 0 and b >= 0 else None
 
@@ -264,7 +264,7 @@ def rubric(criteria=tuple(RUBRIC)):
     """A rubric reward: the share of `criteria` (keys of RUBRIC) met by each completion ('arithmetic' is met
     when every step is true). ValueError for an empty or unknown criterion. Returns a reward function."""
     criteria = tuple(criteria) if isinstance(criteria, (list, tuple)) else (criteria,)
-    bad = [c for c in criteria if c not in RUBRIC]
+    bad = [c for c in criteria if not isinstance(c, str) or c not in RUBRIC]
     if bad or not criteria:
         raise ValueError(f"criteria must be a non-empty list of {list(RUBRIC)}; unknown: {bad}")
 
