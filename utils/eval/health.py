@@ -19,6 +19,7 @@ relative to the run itself where the scale depends on the task):
                                     records truncated_frac)
 """
 import math
+import numbers
 
 import numpy as np
 import torch.nn.functional as F
@@ -36,6 +37,11 @@ REQUIRED = ("group_reward_std", "entropy", "kl")
 def token_entropy(logits, mask):
     """Mean entropy (nats) of the next-token distributions at the positions where mask is 1.
     logits [N, T, V], mask [N, T] -> scalar tensor. H = -sum_v p_v log p_v per position."""
+    logits = checks.tensor("token_entropy", "logits", logits, dims=3)
+    mask = checks.tensor("token_entropy", "mask", mask, dims=2)
+    if mask.shape != logits.shape[:2]:
+        raise ValueError(f"token_entropy: mask has shape {tuple(mask.shape)} and logits {tuple(logits.shape)}: mask "
+                         f"must be [N, T], one entry per position of logits [N, T, V]")
     logp = F.log_softmax(logits.float(), -1)                   # [N, T, V]
     return masked_mean(-(logp.exp() * logp).sum(-1), mask)     # entropy per position [N, T], masked mean
 
@@ -115,11 +121,13 @@ def fit_entropy_reward(entropy, reward):
     """Least-squares fit of R = -a * exp(H) + b (arXiv 2505.22617) to paired points.
     Linear in (a, b) with x = exp(H), so it is ordinary least squares. Returns (a, b);
     b - a is the reward predicted at zero entropy, the ceiling a fully collapsed policy reaches."""
-    h, r = np.asarray(entropy, dtype=float), np.asarray(reward, dtype=float)
-    if h.shape != r.shape or h.ndim != 1 or len(h) < 2:
-        raise ValueError(f"need two 1-D arrays of the same length >= 2, got shapes {h.shape} and {r.shape}")
-    if not (np.isfinite(h).all() and np.isfinite(r).all()):
-        raise ValueError("entropy and reward must be finite numbers")
+    h = checks.array("fit_entropy_reward", "entropy", entropy, dims=1)
+    r = checks.array("fit_entropy_reward", "reward", reward, dims=1)
+    if h.shape != r.shape or len(h) < 2:
+        raise ValueError(f"fit_entropy_reward: entropy and reward must be paired, of one length >= 2, got shapes "
+                         f"{h.shape} and {r.shape}")
+    if (h > 700).any():
+        raise ValueError("fit_entropy_reward: entropy holds values over 700 nats, whose exp overflows")
     x = np.exp(h)
     if np.ptp(x) == 0:
         raise ValueError("all entropies are equal: the fit needs points at different entropies")
@@ -194,6 +202,12 @@ def diagnose(summary):
       any value NaN or inf                    -> diverged (first)
     A loss near 0 is not on the list: GRPO's advantages average to 0 in each group, so its loss sits near 0
     in a healthy run too. Watch the reward, not the loss."""
+    if not isinstance(summary, dict):
+        raise ValueError(f"diagnose: summary must be summarize()'s dict, got {checks._short(summary)}")
+    for k in ("reward_mean", "zero_spread_frac", "truncated_frac", "kl", "entropy_ratio"):
+        v = summary.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+            raise ValueError(f"diagnose: summary[{k!r}]={checks._short(v)} must be a number or None (not recorded)")
     s = lambda k: summary.get(k)  # noqa: E731
     out = ["diverged"] if any(isinstance(v, float) and not math.isfinite(v) for v in summary.values()) else []
     if s("zero_spread_frac") is not None and s("zero_spread_frac") >= ZERO_SPREAD_CEILING:

@@ -275,6 +275,8 @@ def read_pass_at_k(d1, dk, tol=0.02):
     """The interpretation table: d1, dk are the changes in pass@1 and pass@k (fractions). tol is the
     course's own fixed tolerance (2 points), not a significance test: test a difference with a paired
     bootstrap before claiming it."""
+    d1, dk = (checks.number("read_pass_at_k", n, v, lo=-1, hi=1) for n, v in (("d1", d1), ("dk", dk)))
+    tol = checks.number("read_pass_at_k", "tol", tol, lo=0, hi=1)
     if d1 < -tol and dk < -tol:
         return "both down: mode collapse"
     if d1 > tol and dk > tol:
@@ -310,7 +312,18 @@ def guess_rate(answer):
 def guess_pass_at_k(answers, ks):
     """pass@k of that guesser: [P, len(ks)], 1 - (1 - q)^k with q = guess_rate(answer), k independent
     guesses (with replacement, as sampling is). What pass@k would be with no skill beyond the answer's shape."""
-    q = np.array([guess_rate(a) for a in answers])[:, None]       # [P, 1]
+    answers = checks.sequence("guess_pass_at_k", "answers", answers)
+    if not answers:
+        raise ValueError("guess_pass_at_k: answers is empty: give the right answer of each problem")
+    _ks("guess_pass_at_k", ks, 10**9)
+    q = []
+    for i, a in enumerate(answers):
+        try:
+            q.append(guess_rate(a))
+        except ValueError:
+            raise ValueError(f"guess_pass_at_k: answers[{i}]={checks._short(a)} must be an integer answer as text, "
+                             f"like '66' or '-12'") from None
+    q = np.array(q)[:, None]                                       # [P, 1]
     return 1 - (1 - q) ** np.asarray(ks)[None, :]                  # [P, K]
 
 
@@ -366,7 +379,10 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
 def seed_difference(a, b):
     """Paired over seeds: a[i] - b[i] for runs of the same seed i. Returns (mean difference, half-width of its 95%
     t interval): what a comparison on this many seeds could and could not detect. Needs 2-11 seeds."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if d.ndim != 1 or not 2 <= len(d) <= 11:
-        raise ValueError(f"seed_difference: need 2 to 11 paired seeds; got {len(np.atleast_1d(d))}")
+    a, b = (checks.array("seed_difference", n, v, dims=1) for n, v in (("a", a), ("b", b)))
+    if a.shape != b.shape:
+        raise ValueError(f"seed_difference: a has {len(a)} seeds and b {len(b)}: they must be paired, one per seed")
+    d = a - b
+    if not 2 <= len(d) <= 11:
+        raise ValueError(f"seed_difference: need 2 to 11 paired seeds in a and b; got {len(d)}")
     return float(d.mean()), float(T95[len(d) - 1] * d.std(ddof=1) / np.sqrt(len(d)))

@@ -14,7 +14,23 @@ from utils import checks
 
 
 def sigmoid(C, A, C_mid, B, R0):
-    """R(C) for compute C >= 0 (an array or a number); R(0) = R0."""
+    """R(C) for compute C >= 0 (an array or a number); R(0) = R0. C_mid and B > 0."""
+    C = _compute("sigmoid", "C", C, dims=(0, 1))
+    A, R0 = (checks.number("sigmoid", n, v) for n, v in (("A", A), ("R0", R0)))
+    C_mid, B = (checks.number("sigmoid", n, v, lo=0, lo_open=True) for n, v in (("C_mid", C_mid), ("B", B)))
+    return _sigmoid(C, A, C_mid, B, R0)
+
+
+def _compute(where, name, C, dims, positive=False):
+    """C as a float array after checking: finite compute (completions sampled), >= 0 (> 0 with positive=True)."""
+    C = checks.array(where, name, C, dims=dims)
+    if (C <= 0).any() if positive else (C < 0).any():
+        raise ValueError(f"{where}: {name} must hold compute {'> 0' if positive else '>= 0'} (completions sampled)")
+    return C
+
+
+def _sigmoid(C, A, C_mid, B, R0):
+    """sigmoid without the checks, for fit_sigmoid's grid (thousands of calls on arguments it has checked)."""
     C = np.asarray(C, dtype=float)
     with np.errstate(divide="ignore", over="ignore"):
         s = np.where(C > 0, 1.0 / (1.0 + (C_mid / np.maximum(C, 1e-300)) ** B), 0.0)
@@ -24,7 +40,18 @@ def sigmoid(C, A, C_mid, B, R0):
 def best_asymptote(C, R, R0, C_mid, B):
     """For fixed C_mid and B, the A that minimises sum (sigmoid(C, A, C_mid, B, R0) - R)^2: the curve is
     R0 + (A - R0) * s with s = 1 / (1 + (C_mid / C) ** B), linear in A - R0, so A - R0 = s.(R - R0) / s.s.
-    None when every s is 0."""
+    None when every s is 0. C [n] >= 0 and R [n]; C_mid and B > 0."""
+    C = _compute("best_asymptote", "C", C, dims=1)
+    R = checks.array("best_asymptote", "R", R, dims=1)
+    if R.shape != C.shape:
+        raise ValueError(f"best_asymptote: C has {len(C)} points and R {len(R)}: one accuracy per compute")
+    R0 = checks.number("best_asymptote", "R0", R0)
+    C_mid, B = (checks.number("best_asymptote", n, v, lo=0, lo_open=True) for n, v in (("C_mid", C_mid), ("B", B)))
+    return _best_asymptote(C, R, R0, C_mid, B)
+
+
+def _best_asymptote(C, R, R0, C_mid, B):
+    """best_asymptote without the checks, for fit_sigmoid's grid."""
     C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)
     s = 1.0 / (1.0 + (C_mid / C) ** B)               # [n]
     if s @ s == 0:
@@ -54,6 +81,8 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asy
         raise ValueError("fit_sigmoid: compute must be finite and > 0, and accuracies finite")
     lo_m, hi_m = np.log(C.min() / 10), np.log(C.max() * 10)
     lo_b, hi_b = B_range
+    checks.function("fit_sigmoid", "best_A", best_A)
+    best_A = _best_asymptote if best_A is best_asymptote else best_A   # the same numbers, without the checks
     best = None
     for _ in range(rounds):
         for log_m in np.linspace(lo_m, hi_m, grid):
@@ -61,7 +90,7 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asy
                 A = best_A(C, R, R0, np.exp(log_m), B)
                 if A is None:
                     continue
-                err = float(np.mean((sigmoid(C, A, np.exp(log_m), B, R0) - R) ** 2))
+                err = float(np.mean((_sigmoid(C, A, np.exp(log_m), B, R0) - R) ** 2))
                 if best is None or err < best[0]:
                     best = (err, A, log_m, B)
         dm, db = (hi_m - lo_m) / grid * 2, (hi_b - lo_b) / grid * 2
@@ -72,7 +101,12 @@ def fit_sigmoid(C, R, R0, B_range=(0.3, 4.0), grid=60, rounds=3, best_A=best_asy
 
 
 def predict(fit, C):
-    """The fitted curve at compute C."""
+    """The fitted curve at compute C (fit: fit_sigmoid's dict)."""
+    if not isinstance(fit, dict) or any(k not in fit for k in ("A", "C_mid", "B", "R0")):
+        raise ValueError(f"predict: fit must be fit_sigmoid's dict with A, C_mid, B and R0, got {checks._short(fit)}")
+    for k in ("A", "C_mid", "B", "R0"):
+        checks.number("predict", f"fit[{k!r}]", fit[k], lo=0 if k in ("C_mid", "B") else None,
+                      lo_open=k in ("C_mid", "B"))
     return sigmoid(C, fit["A"], fit["C_mid"], fit["B"], fit["R0"])
 
 
@@ -81,7 +115,12 @@ def forecasts(C, R, R0, best_A=best_asymptote):
     straight line in log C (least squares), and 'nothing changes' (the first half's last point). A fitted curve
     earns its parameters only by beating the simple forecasts. Returns {name: {"pred": [m], "err": [m] (forecast -
     measured), "rmse": float}} for the m points of the second half, and "sigmoid_fit" (the first half's fit)."""
-    C, R = np.asarray(C, dtype=float), np.asarray(R, dtype=float)   # [n] each
+    C = _compute("forecasts", "C", C, dims=1, positive=True)           # [n]
+    R = checks.array("forecasts", "R", R, dims=1)                   # [n]
+    if R.shape != C.shape:
+        raise ValueError(f"forecasts: C has {len(C)} points and R {len(R)}: one accuracy per compute")
+    checks.number("forecasts", "R0", R0)
+    checks.function("forecasts", "best_A", best_A)
     first = C <= C.max() / 2
     if first.sum() < 3 or (~first).sum() < 1:
         raise ValueError(f"forecasts: need 3 points in the first half of the compute range and 1 after it; got "

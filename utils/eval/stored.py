@@ -8,6 +8,7 @@ number in this run, the benchmark's range over its seeds, the verdict) and raise
 lies outside the range widened by `band` on either side, so the comparison is made by code, the same way in
 every lab, and a learner reads three lines instead of a pandas table.
 """
+from utils import checks
 
 
 def beside(here, seeds, band=0.05, max_spread=0.10, what="pass@1", show=True):
@@ -20,7 +21,20 @@ def beside(here, seeds, band=0.05, max_spread=0.10, what="pass@1", show=True):
     AssertionError naming every checked condition outside its band, and ValueError for a condition of `here`
     that the benchmark lacks.
     """
-    missing = [c for c in here if not seeds.get(c)]
+    where = "beside"
+    if not isinstance(here, dict) or not here:
+        raise ValueError(f"{where}: here must be a dict {{condition: this run's number}}, got {checks._short(here)}")
+    if not isinstance(seeds, dict):
+        raise ValueError(f"{where}: seeds must be a dict {{condition: [number per seed]}}, got {checks._short(seeds)}")
+    for c, x in here.items():
+        checks.number(where, f"here[{c!r}]", x)
+    for c, xs in seeds.items():
+        checks.array(where, f"seeds[{c!r}]", xs, dims=1)
+    band, max_spread = (checks.number(where, n, v, lo=0) for n, v in (("band", band), ("max_spread", max_spread)))
+    if not isinstance(what, str):
+        raise ValueError(f"{where}: what must be the measure's name (a str), got {checks._short(what)}")
+    checks.flag(where, "show", show)
+    missing = [c for c in here if not len(seeds.get(c, ()))]
     if missing:
         raise ValueError(f"the benchmark has no seeds for {missing}: its conditions are {sorted(seeds)}")
     rows, checked, outside = [], [], []

@@ -41,7 +41,7 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
     where = "trace_metrics"
     checks.model(where, "model", model)
     checks.tokenizer(where, "tokenizer", tokenizer)
-    cols = _rows(where, rows, ("prompt", "a", "b", "answer"))
+    cols = rows_of(where, rows, ("prompt", "a", "b", "answer"))
     k = checks.number(where, "k", k, lo=1, hi=100_000, integer=True)
     max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
     fits(where, "rows['prompt']", model, tokenizer, cols["prompt"], max_new_tokens)
@@ -123,10 +123,17 @@ def length_controlled(a, b):
     says the two cannot be compared at equal length at all."""
     def bins(x, name):
         x = x.get("by_length", x) if isinstance(x, dict) else x
+        bad = ValueError(f"length_controlled: {name} must be trace_metrics' result or its by_length "
+                         f"{{length: [samples, right]}}, got {checks._short(x)}")
         if not isinstance(x, dict) or not x:
-            raise ValueError(f"length_controlled: {name} must be trace_metrics' result or its by_length "
-                             f"{{length: [samples, right]}}, got {type(x).__name__}")
-        return {int(n): (int(c[0]), int(c[1])) for n, c in x.items()}
+            raise bad
+        try:
+            out = {int(n): (int(c[0]), int(c[1])) for n, c in x.items()}
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+            raise bad from None
+        if any(n < 0 or not 0 <= right <= samples or samples < 1 for n, (samples, right) in out.items()):
+            raise bad
+        return out
     A, B = bins(a, "a"), bins(b, "b")
     total = lambda d: sum(c[0] for c in d.values())  # noqa: E731
     rate = lambda d: sum(c[1] for c in d.values()) / max(total(d), 1)  # noqa: E731
@@ -138,30 +145,30 @@ def length_controlled(a, b):
             "overlap": sum(w.values()) / max(total(A) + total(B), 1)}
 
 
-def _rows(where, rows, columns=("a", "b")):
+def rows_of(where, rows, columns=("a", "b"), name="rows"):
     """rows' `columns` as lists, after checking: a split (a datasets.Dataset or a dict of columns) that has them, of
     one length, with at least one problem; a and b non-negative integers, prompt non-empty strings. ValueError
-    naming rows and the column otherwise."""
+    naming the argument (`name`: rows here, train or test for a recipe) and the column otherwise."""
     names = list(rows) if isinstance(rows, dict) else getattr(rows, "column_names", None)
     if not isinstance(names, list):
-        raise ValueError(f"{where}: rows must be a split (a datasets.Dataset or a dict of columns {list(columns)}), "
+        raise ValueError(f"{where}: {name} must be a split (a datasets.Dataset or a dict of columns {list(columns)}), "
                          f"got {checks._short(rows)}")
     missing = [c for c in columns if c not in names]
     if missing:
-        raise ValueError(f"{where}: rows lacks the column(s) {missing} (it has {names})")
-    cols = {c: checks.sequence(where, f"rows[{c!r}]", rows[c]) for c in columns}
+        raise ValueError(f"{where}: {name} lacks the column(s) {missing} (it has {names})")
+    cols = {c: checks.sequence(where, f"{name}[{c!r}]", rows[c]) for c in columns}
     n = len(cols[columns[0]])
     if n == 0:
-        raise ValueError(f"{where}: rows holds no problem: it needs at least one problem")
+        raise ValueError(f"{where}: {name} holds no problem: it needs at least one problem")
     for c in columns:
         if len(cols[c]) != n:
-            raise ValueError(f"{where}: rows[{c!r}] has {len(cols[c])} entries and rows[{columns[0]!r}] {n}: "
+            raise ValueError(f"{where}: {name}[{c!r}] has {len(cols[c])} entries and {name}[{columns[0]!r}] {n}: "
                              f"one per problem")
         if c in ("a", "b"):
             for v in cols[c]:
-                checks.number(where, f"rows[{c!r}]", v, lo=0, hi=10**18, integer=True)
+                checks.number(where, f"{name}[{c!r}]", v, lo=0, hi=10**18, integer=True)
     if "prompt" in cols:
-        checks.strings(where, "rows['prompt']", cols["prompt"])
+        checks.strings(where, f"{name}['prompt']", cols["prompt"])
     return cols
 
 
@@ -169,7 +176,7 @@ def min_cap(tokenizer, rows):
     """The fewest new tokens that hold the shortest right trace of the problems in `rows`, EOS included:
     a smaller max_new_tokens truncates every right completion."""
     checks.tokenizer("min_cap", "tokenizer", tokenizer)
-    cols = _rows("min_cap", rows)
+    cols = rows_of("min_cap", rows)
     shortest = min((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(cols["a"], cols["b"])),
                    key=len)
     return len(tokenizer(shortest)["input_ids"]) + 1
@@ -190,7 +197,7 @@ def check_cap(max_new_tokens, tokenizer, rows):
 def max_cap(tokenizer, rows):
     """The new tokens that hold the longest right trace of `rows`, EOS included."""
     checks.tokenizer("max_cap", "tokenizer", tokenizer)
-    cols = _rows("max_cap", rows)
+    cols = rows_of("max_cap", rows)
     longest = max((format_trace(steps_for(int(x), int(y)), int(x) + int(y)) for x, y in zip(cols["a"], cols["b"])),
                   key=len)
     return len(tokenizer(longest)["input_ids"]) + 1

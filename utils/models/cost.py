@@ -24,6 +24,9 @@ def step_flops(model_or_config, batch, prompt_len, completion_len, lora_rank=0, 
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("completion_len", completion_len)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name}={v!r}: must be an integer >= 1")
+    if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 0:
+        raise ValueError(f"lora_rank={lora_rank!r}: must be an integer >= 0 (0 = full fine-tune)")
+    checks.flag("step_flops", "grad_checkpointing", grad_checkpointing)
     d, model = _dims(model_or_config)
     n = sum(p.numel() for p in model.parameters()) if model is not None else count_params(d)
     per_token = 2 * n * (1 + 2 + (0 if lora_rank else 1) + (1 if grad_checkpointing else 0))

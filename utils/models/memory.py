@@ -24,7 +24,7 @@ import warnings
 
 import torch
 
-from utils import CourseWarning
+from utils import CourseWarning, checks
 
 REAL_ARCHS = {
     "SmolLM2-135M-Instruct": dict(
@@ -65,7 +65,8 @@ def _dims(model_or_config):
     obj = model_or_config
     if isinstance(obj, str):
         if obj not in REAL_ARCHS:
-            raise ValueError(f"unknown architecture {obj!r}; known: {sorted(REAL_ARCHS)}, or pass a model/config")
+            raise ValueError(f"model_or_config: unknown architecture {obj!r}; known: {sorted(REAL_ARCHS)}, or pass a "
+                             f"model/config")
         obj = REAL_ARCHS[obj]
     if isinstance(obj, torch.nn.Module):
         model, obj = obj, getattr(obj, "config", None)
@@ -73,8 +74,8 @@ def _dims(model_or_config):
     if obj is not None and not isinstance(obj, dict) and hasattr(obj, "to_dict"):
         obj = obj.to_dict()
     if not isinstance(obj, dict) or "model_type" not in obj:
-        raise ValueError(f"estimate_memory needs a transformers model, a config (or its dict, with 'model_type'), "
-                         f"or one of {sorted(REAL_ARCHS)}; got {type(model_or_config).__name__}")
+        raise ValueError(f"model_or_config needs a transformers model, a config (or its dict, with 'model_type'), "
+                         f"or one of {sorted(REAL_ARCHS)}; got {checks._short(model_or_config)}")
     c, mt = obj, obj["model_type"]
     if mt in LLAMA_LIKE:
         h, heads = c["hidden_size"], c["num_attention_heads"]
@@ -207,12 +208,17 @@ def estimate_memory(model_or_config, batch, prompt_len, completion_len, lora_ran
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("completion_len", completion_len)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name}={v!r}: must be an integer >= 1")
-    if not isinstance(lora_rank, int) or lora_rank < 0:
+    if not isinstance(lora_rank, int) or isinstance(lora_rank, bool) or lora_rank < 0:
         raise ValueError(f"lora_rank={lora_rank!r}: must be an integer >= 0 (0 = full fine-tune)")
-    if param_bytes not in (1, 2, 4):
+    if isinstance(param_bytes, bool) or param_bytes not in (1, 2, 4):
         raise ValueError(f"param_bytes={param_bytes!r}: must be 4 (fp32), 2 (bf16/fp16) or 1 (int8)")
-    if optimizer not in OPTIMIZER_BYTES:
+    if not isinstance(optimizer, str) or optimizer not in OPTIMIZER_BYTES:
         raise ValueError(f"optimizer={optimizer!r} is unknown; known: {sorted(OPTIMIZER_BYTES)}")
+    for name, flag in (("grad_checkpointing", grad_checkpointing), ("ref_copy", ref_copy)):
+        checks.flag("estimate_memory", name, flag)
+    if not (lora_targets == "all-linear" or (isinstance(lora_targets, (list, tuple)) and lora_targets and
+                                             all(isinstance(t, str) for t in lora_targets))):
+        raise ValueError(f"lora_targets={lora_targets!r}: must be 'all-linear' or a list of layer names")
     d, model = _dims(model_or_config)
     params = sum(p.numel() for p in model.parameters()) if model is not None else count_params(d)
     L, h = prompt_len + completion_len, d["h"]
@@ -240,8 +246,20 @@ def _size(n):
     return f"{n / 2**30:.2f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
 
 
+def _estimate(where, est):
+    """est after checking that it is estimate_memory()'s dict: every component a number of bytes >= 0."""
+    keys = ("params", "trainable_params", "weights", "gradients", "optimizer", "reference", "activations", "logits",
+            "lm_head_grad", "kv_cache", "generation_peak", "train_peak", "total")
+    if not isinstance(est, dict) or any(k not in est for k in keys):
+        raise ValueError(f"{where}: est must be estimate_memory()'s dict, got {checks._short(est)}")
+    for k in keys:
+        checks.number(where, f"est[{k!r}]", est[k], lo=0)
+    return est
+
+
 def format_estimate(est):
     """A short table of an estimate_memory() result."""
+    _estimate("format_estimate", est)
     rows = [f"{'parameters':14s} {est['params'] / 1e6:9.1f} M  ({est['trainable_params'] / 1e6:.2f} M trainable)"]
     for k in ("weights", "gradients", "optimizer", "reference", "activations", "logits", "lm_head_grad",
               "kv_cache", "generation_peak", "train_peak", "total"):
@@ -266,6 +284,11 @@ def available_ram():
 def check_fits(est, available_bytes=None, device="cpu"):
     """True if est['total'] fits in available_bytes (default: free RAM on cpu, free GPU memory on cuda);
     otherwise warns (utils.CourseWarning, which setup() lets through) with what to change, and returns False."""
+    _estimate("check_fits", est)
+    if available_bytes is not None:
+        checks.number("check_fits", "available_bytes", available_bytes, lo=0)
+    if not isinstance(device, str):
+        raise ValueError(f"check_fits: device must be 'cpu' or 'cuda' (a str), got {checks._short(device)}")
     where = "" if available_bytes is not None else f" on {device}"
     if available_bytes is None:
         if device == "cpu":

@@ -39,9 +39,11 @@ def char_tokenizer(alphabet="0123456789+-*= ", max_length=64):
 
 
 def hub_reachable(timeout=3.0):
-    """True if the model hub answers a TCP connection within `timeout` seconds."""
+    """True if the model hub answers a TCP connection within `timeout` seconds (a number > 0, at most 60)."""
     import socket
     from urllib.parse import urlparse
+
+    timeout = checks.number("hub_reachable", "timeout", timeout, lo=0, hi=60, lo_open=True)
 
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         return False
@@ -64,6 +66,8 @@ def load_policy(name=SHIPPED, device="cpu"):
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    name = checks.path("load_policy", "name", name)
+    device = _device("load_policy", device)
     shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad")} | {
         size: (path, f" size={size}") for size, path in TRACE_SIZES.items()}
     path = shipped[name][0] if name in shipped else name
@@ -82,22 +86,36 @@ def load_policy(name=SHIPPED, device="cpu"):
         if os.path.isdir(path):  # a folder that is there but does not load: say so, not "no network"
             rebuild = (f"; rebuild it with `python -m utils.runs.build_base_model{shipped[name][1]}`"
                        if name in shipped else "")
-            raise OSError(f"could not load the model folder {path} ({type(e).__name__}: {str(e)[:200]}): "
-                          f"a file in it is missing or damaged{rebuild}") from None
+            raise OSError(f"could not load the model folder {path} (name={name!r}; {type(e).__name__}: "
+                          f"{str(e)[:200]}): a file in it is missing or damaged{rebuild}") from None
         if not hub_reachable():
             raise OSError(
-                f"could not load model {name!r}: it is not a local model folder or cached download, and the "
+                f"could not load model name={name!r}: it is not a local model folder or cached download, and the "
                 f"model hub cannot be reached from here (no network). Offline, use the shipped model: "
                 f"load_policy('{SHIPPED}') (files in {BASE_MODEL_DIR}).") from None
         try:
             tok, model = load()
         except OSError as e2:
-            raise OSError(f"could not load model {name!r} from the hub: {str(e2)[:300]}. "
+            raise OSError(f"could not load model name={name!r} from the hub: {str(e2)[:300]}. "
                           f"The shipped model is load_policy('{SHIPPED}').") from None
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model.to(device), tok
+
+
+def _device(where, device):
+    """device as a torch.device after checking: a device this machine has ('cpu', or 'cuda' with a GPU)."""
+    if not isinstance(device, (str, torch.device)):
+        raise ValueError(f"{where}: device must be 'cpu' or 'cuda' (a str or torch.device), got "
+                         f"{checks._short(device)}")
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{where}: device={device!r} is not a device name ('cpu', 'cuda', 'cuda:0')") from None
+    if device.type == "cuda" and not (torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()):
+        raise ValueError(f"{where}: device={str(device)!r}: there is no such CUDA GPU here; use 'cpu'")
+    return device
 
 
 def position_ids_from_mask(mask):
