@@ -101,7 +101,7 @@ def test_parse_and_command():
 
 
 def test_clear_errors_from_the_command_line(tmp_path):
-    with pytest.raises(RuntimeError, match="batch_size=48") as e:   # run(): the child's own message, no traceback
+    with pytest.raises(ValueError, match="batch_size=48") as e:   # run(): refused before the child starts
         run(str(tmp_path), processes=3, batch_size=32)
     assert "Traceback" not in str(e.value)
     p = subprocess.run([sys.executable, "-m", "utils.rl.launch", "group_size=1"], capture_output=True, text=True)

@@ -89,7 +89,7 @@ def best_of_n(model, tokenizer, rows, n=8, seed=0, max_new_tokens=64, batch_size
     where = "best_of_n"
     checks.model(where, "model", model)
     checks.tokenizer(where, "tokenizer", tokenizer)
-    cols = _rows(where, rows, ("prompt", "a", "b", "answer"))
+    cols = rows_of(where, rows, ("prompt", "a", "b", "answer"))
     n = checks.number(where, "n", n, lo=1, hi=1000, integer=True)
     max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, integer=True)
     fits(where, "rows['prompt']", model, tokenizer, cols["prompt"], max_new_tokens)

@@ -128,11 +128,12 @@ def log_ratio(logp, old_logp, mask=None, level="token"):
     """The log importance ratio log(pi / pi_old) of the sampled tokens. level "token": [N, T], one per token
     (PPO, GRPO); "sequence": [N, 1], the mean over each sequence's tokens where mask [N, T] is 1, so that
     exp of it is the geometric mean of the token ratios, GSPO's s_i (arXiv 2507.18071)."""
+    logp, old_logp = _logps("log_ratio", logp=logp, old_logp=old_logp)
     d = logp - old_logp                                                 # [N, T]
     if level == "token":
         return d
     if level != "sequence":
-        raise ValueError(f"level must be one of {RATIO_LEVELS}, got {level!r}")
+        raise ValueError(f"log_ratio: level must be one of {RATIO_LEVELS}, got {checks._short(level)}")
     if mask is None:
         raise ValueError("level 'sequence' needs the mask: a sequence's ratio averages over its own tokens")
     m = _mask("log_ratio", mask, d).to(d.dtype)
@@ -189,7 +190,7 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
     if loss_type == "dr_grpo":
         if not max_len:
             raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
-        max_len = checks.number("aggregate", "max_len", max_len, lo=1, integer=True)
+        max_len = checks.number("aggregate", "max_len", max_len, lo=1, hi=2**31, integer=True)
         return (per_token * m).sum() / (per_token.shape[0] * max_len)
     if loss_type == "luspo":
         return (per_token * m).sum(1).mean()
@@ -201,6 +202,8 @@ def token_weights(mask, loss_type="grpo", max_len=None):
     mask is 0). grpo: 1 / (N * |o_i|), so every sequence weighs 1/N in all and a long one's tokens count less
     each; dapo: 1 / (tokens in the batch); dr_grpo: 1 / (N * max_len); luspo: 1 / N. Lab 06 reads length
     bias off it."""
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        raise ValueError(f"token_weights: mask must be a [N, T] tensor, got {_what(mask)}")
     x = torch.zeros(mask.shape, dtype=torch.float64, requires_grad=True)
     aggregate(x, mask, loss_type, max_len).backward()
     return x.grad.float()
@@ -224,6 +227,13 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
     clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective; with
                level "sequence", a token counts as clipped when its sequence's ratio is)
     kl         mean k3 KL to the reference per token"""
+    logp, old_logp, ref_logp = _logps("loss_stats", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
+    if not isinstance(adv, torch.Tensor) or adv.shape != logp.shape[:1] or not torch.isfinite(adv).all():
+        raise ValueError(f"loss_stats: adv must be a [N] tensor of finite advantages, one per row of logp, got "
+                         f"{_what(adv)}")
+    mask = _mask("loss_stats", mask, logp)
+    eps_low, eps_high = (checks.number("loss_stats", n, v, lo=0) for n, v in (("eps_low", eps_low),
+                                                                              ("eps_high", eps_high)))
     m = mask.to(logp.dtype)
     n = m.sum().clamp(min=1)
     ratio, a = torch.exp(log_ratio(logp, old_logp, mask, level)), _advantages("loss_stats", adv, logp)

@@ -23,6 +23,7 @@ import sys
 
 import torch
 
+from utils import checks
 from utils.files import atomic_write, check_writable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the course folder
@@ -35,11 +36,14 @@ FLOATS = ("lr", "temperature", "beta")
 
 def parse(argv):
     """key=value arguments -> a dict over DEFAULTS, converted and checked (ValueError says what to fix)."""
+    if isinstance(argv, (str, bytes)) or not isinstance(argv, (list, tuple)) or \
+            not all(isinstance(a, str) for a in argv):
+        raise ValueError(f"argv must be a list of key=value strings (as sys.argv[1:]), got {checks._short(argv)}")
     args = dict(DEFAULTS)
     for a in argv:
         key, eq, value = a.partition("=")
         if not eq or key not in DEFAULTS:
-            raise ValueError(f"argument {a!r} is not key=value with a key of {sorted(DEFAULTS)}")
+            raise ValueError(f"argv: argument {a!r} is not key=value with a key of {sorted(DEFAULTS)}")
         try:
             args[key] = int(value) if key in INTS else float(value) if key in FLOATS else value
         except ValueError:
@@ -69,7 +73,14 @@ def run(out, timeout=600, **kw):
     {name: tensor}, rank 0 first, and rank 0's result.json. A failed run raises RuntimeError with its error."""
     from safetensors.torch import load_file
 
+    from utils.rl.trl_trainer import check_split
+
+    out = os.path.abspath(checks.path("run", "out", out))  # the child runs in the course folder: no relative path
+    timeout = checks.number("run", "timeout", timeout, lo=0, lo_open=True)
     args = [f"{k}={v}" for k, v in {**kw, "out": out}.items()]
+    parsed = parse(args)  # what the child would refuse, refused here, before it starts
+    check_split(config(parsed), parsed["processes"])
+    check_writable(out, "out")
     p = subprocess.run([sys.executable, "-m", "utils.rl.launch", *args], capture_output=True, text=True,
                        timeout=timeout, cwd=ROOT)
     if p.returncode:
@@ -82,6 +93,16 @@ def run(out, timeout=600, **kw):
 
 def weight_distance(a, b):
     """Euclidean distance between two sets of weights {name: tensor}, over a's names."""
+    for name, w in (("a", a), ("b", b)):
+        if not isinstance(w, dict) or not all(isinstance(t, torch.Tensor) for t in w.values()):
+            raise ValueError(f"weight_distance: {name} must be a dict {{name: tensor}} of weights (as run() returns), "
+                             f"got {checks._short(w)}")
+    if not a:
+        raise ValueError("weight_distance: a holds no weights")
+    for k, t in a.items():
+        if k not in b or b[k].shape != t.shape:
+            raise ValueError(f"weight_distance: b lacks a's weight {k!r} of shape {tuple(t.shape)}: both must be "
+                             f"weights of the same model")
     return sum(((a[k].double() - b[k].double()) ** 2).sum() for k in a).sqrt().item()
 
 

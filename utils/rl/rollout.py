@@ -85,11 +85,7 @@ class GroupRollout:
             if name in ("completions", "answer") or not hasattr(col, "__len__") or len(col) != len(prompts):
                 raise ValueError(f"columns[{name!r}] must be a list with one value per prompt ({len(prompts)}), "
                                  f"named other than 'completions' and 'answer'")
-        pools = None if self.pools is None else [np.asarray(p, dtype=int) for p in self.pools]
-        if pools is not None and (len(pools) < cfg.steps or any(p.size == 0 or p.min() < 0 or p.max() >= len(prompts)
-                                                                 for p in pools)):
-            raise ValueError(f"pools must hold a non-empty array of prompt indices (0..{len(prompts) - 1}) for each "
-                             f"of the {cfg.steps} steps (got {len(pools)} pools)")
+        pools = None if self.pools is None else _pools(self.pools, cfg.steps, len(prompts))
         deadline = time.time() + cfg.max_seconds if cfg.max_seconds else None  # the run's time limit binds refills
         rng = np.random.default_rng(cfg.seed)          # which prompts each step draws
         gen = torch.Generator().manual_seed(cfg.seed)  # which completions the policy samples
@@ -211,6 +207,24 @@ def token_verdicts(steps_fn, ro, tokenizer, columns):
     return rewards, mask
 
 
+def _pools(pools, steps, n_prompts):
+    """GroupRollout's pools as integer arrays, after checking: one non-empty array of prompt indices per step."""
+    bad = ValueError(f"pools must hold a non-empty array of prompt indices (0..{n_prompts - 1}) for each of the "
+                     f"{steps} steps, as curation.level_pools gives; got {checks._short(pools)}")
+    if isinstance(pools, (str, bytes, dict)) or not isinstance(pools, (list, tuple)) or len(pools) < steps:
+        raise bad
+    out = []
+    for p in pools:
+        try:
+            p = np.asarray(p)
+        except (TypeError, ValueError):
+            raise bad from None
+        if p.ndim != 1 or p.size == 0 or p.dtype.kind not in "iu" or p.min() < 0 or p.max() >= n_prompts:
+            raise bad
+        out.append(p.astype(int))
+    return out
+
+
 def scores(fn, role, texts, answers, columns, dtype=torch.float32):
     """fn(texts, answers, **columns) as a tensor [N] (of dtype; None: as torch infers it), checked
     (checks.reward_scores)."""
@@ -259,6 +273,15 @@ def fill_batch(round_rewards, G, n_groups):
     are not all alike, in the order drawn, as (round, group) pairs; and how many rounds that took (all of
     them if the batch is not full). E.g. rounds [1,1, 0,1] and [0,0, 1,0] with G=2, n_groups=2 ->
     ([(0, 1), (1, 1)], 2)."""
+    if isinstance(round_rewards, (str, bytes, dict)) or not isinstance(round_rewards, (list, tuple)):
+        raise ValueError(f"fill_batch: round_rewards must be a list of [n * G] reward tensors, one per round, got "
+                         f"{checks._short(round_rewards)}")
+    for i, r in enumerate(round_rewards):
+        if not isinstance(r, torch.Tensor) or r.dim() != 1:
+            raise ValueError(f"fill_batch: round_rewards[{i}] must be a [n * G] tensor of one round's rewards, got "
+                             f"{checks._short(r)}")
+    G = checks.number("fill_batch", "G", G, lo=1, integer=True)
+    n_groups = checks.number("fill_batch", "n_groups", n_groups, lo=1, integer=True)
     kept = []
     for r, rewards in enumerate(round_rewards):
         for g in (~zero_spread(rewards, G)).nonzero().flatten().tolist():         # groups whose rewards differ

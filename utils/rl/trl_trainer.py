@@ -28,6 +28,7 @@ the update, while generate() and our loop number positions from the attention ma
 1.5 nats per token apart on the padded rows of 64 training prompts, up to 10.6). train_with_trl therefore
 gives the trainer's models positions from the mask for the run (positions_from_mask).
 """
+import math
 import os
 import tempfile
 import time
@@ -135,9 +136,11 @@ def world_size():
 
 def check_split(cfg, processes):
     """Raise a ValueError naming what to change when the global batch cannot be shared among the processes."""
+    _check_cfg("check_split", cfg)
+    processes = checks.number("check_split", "processes", processes, lo=1, hi=10_000, integer=True)
     if cfg.batch_size % processes:
-        ok = next(b for b in range(cfg.batch_size, cfg.batch_size + processes * cfg.group_size + 1)
-                  if b % processes == 0 and b % cfg.group_size == 0)
+        step = math.lcm(processes, cfg.group_size)   # the first batch size >= batch_size both divide
+        ok = -(-cfg.batch_size // step) * step
         raise ValueError(f"GRPOConfig.batch_size={cfg.batch_size} completions cannot be shared among {processes} "
                          f"processes: make it a multiple of both the process count and group_size "
                          f"(e.g. batch_size={ok}), or launch with a process count that divides it")
@@ -145,6 +148,7 @@ def check_split(cfg, processes):
 
 def trl_kwargs(cfg: GRPOConfig):
     """{trl.GRPOConfig field: value} for our config, from KNOB_MAP (first row wins for a shared field)."""
+    _check_cfg("trl_kwargs", cfg)
     out = {}
     for row in KNOB_MAP:
         if row["to_trl"] is not None:
@@ -235,6 +239,14 @@ def settings_for(tokenizer, device="cpu"):
 
     from utils.tasks.chat import has_chat_template
 
+    checks.tokenizer("settings_for", "tokenizer", tokenizer)
+    try:
+        if not isinstance(device, (str, torch.device)):
+            raise TypeError
+        torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"settings_for: device must be 'cpu' or 'cuda' (a str or torch.device), got "
+                         f"{checks._short(device)}") from None
     if not has_chat_template(tokenizer):
         return dict(TOY_RUN), False, "the shipped model: seconds a step on a CPU"
     gpu = str(device).startswith("cuda") and torch.cuda.is_available()

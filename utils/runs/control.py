@@ -3,8 +3,10 @@ random reward matched in rate), judged on held-out problems. The check on them i
 import copy
 from dataclasses import asdict, replace
 
+from utils import checks
 from utils.eval.control import N_SHOWN
 from utils.eval.metrics import evaluate, policy_report
+from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 
 
@@ -14,15 +16,32 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
     train, heldout: (prompts, answers). Returns a list of run dicts: seed, config (a dict),
     history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy), answers (the greedy
     answers to the first N_SHOWN held-out prompts, for showing)."""
-    seeds = list(seeds)
+    where = "run_condition"
+    checks.model(where, "base", base)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    checks.function(where, "make_reward", make_reward)
+    if not isinstance(cfg, GRPOConfig):
+        raise ValueError(f"{where}: cfg must be a GRPOConfig, got {checks._short(cfg)}")
+    cfg.validate()
+    seeds = checks.sequence(where, "seeds", seeds)
     if not seeds:
         raise ValueError("seeds is empty: give at least one seed (three or more to see the spread)")
-    cfg.validate()
+    seeds = [checks.number(where, "seeds", s, lo=0, hi=2**63 - 1, integer=True) for s in seeds]
+    for name, pair in (("train", train), ("heldout", heldout)):
+        if isinstance(pair, (str, bytes, dict)) or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"{where}: {name} must be a pair (prompts, answers), got {checks._short(pair)}")
+        prompts = checks.strings(where, f"{name}[0] (the prompts)", pair[0])
+        checks.sequence(where, f"{name}[1] (the answers)", pair[1], len(prompts))
     out = []
     for s in seeds:
         policy = copy.deepcopy(base)
         c = replace(cfg, seed=s)
-        reward = make_reward(s)
+        try:
+            reward = make_reward(s)
+        except TypeError as e:  # not a factory: a reward function itself, say
+            raise ValueError(f"{where}: make_reward must take a seed and return a reward function (for a fixed "
+                             f"verifier: lambda seed: strict_reward); make_reward({s}) raised {e}") from None
+        checks.function(where, f"make_reward({s}) (what make_reward returned)", reward)
         label = f"GRPO on {getattr(reward, '__name__', 'the reward')}, seed {s}" if progress is True else progress
         hist = train_grpo(policy, tokenizer, train[0], train[1], reward, c, heldout[0], heldout[1],
                           progress=label)

@@ -4,7 +4,9 @@ import copy
 import time
 from dataclasses import asdict
 
-from utils.eval.traces import check_cap, trace_metrics
+from utils import checks
+from utils.eval.traces import check_cap, rows_of, trace_metrics
+from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout, PrunedRollout, StepRollout
 from utils.verifiers.traces import outcome_reward
@@ -21,7 +23,15 @@ def train_on_traces(base, tokenizer, reward_fn, cfg, train, test, eval_k=4, prog
     prune x group_size completions a prompt and train on the best group_size (rollout.PrunedRollout). Returns
     dict(config, seconds, history, final: trace_metrics on all of `test` with eval_k samples each, seed 0,
     and the model)."""
+    where = "train_on_traces"
+    checks.model(where, "base", base)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    if not isinstance(cfg, GRPOConfig):
+        raise ValueError(f"{where}: cfg must be a GRPOConfig, got {checks._short(cfg)}")
     cfg.validate()
+    rows_of(where, train, ("prompt", "answer", "a", "b"), name="train")
+    rows_of(where, test, ("prompt", "answer", "a", "b"), name="test")
+    eval_k = checks.number(where, "eval_k", eval_k, lo=1, hi=100_000, integer=True)
     check_cap(cfg.max_new_tokens, tokenizer, train)
     model = copy.deepcopy(base)
     t = time.time()
