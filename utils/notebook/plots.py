@@ -1,6 +1,10 @@
 """Plots shared by the labs: one style, titles, labelled axes with units."""
+import numbers
+
 import matplotlib.pyplot as plt
 import numpy as np
+
+from utils import checks
 
 LABELS = {
     "reward_mean": ("training reward (mean per batch)", "reward (0-1)"),
@@ -22,8 +26,32 @@ LABELS = {
 
 def moving_average(xs, n):
     """Mean of each window of n consecutive values: len(xs) - n + 1 values (xs itself if shorter than n)."""
-    xs = np.asarray(xs, dtype=float)
+    xs = checks.array("moving_average", "xs", xs, dims=1)
+    n = checks.number("moving_average", "n", n, lo=1, integer=True)
     return np.convolve(xs, np.ones(n) / n, mode="valid") if n > 1 and len(xs) >= n else xs
+
+
+def _check_runs(runs, keys, x):
+    where = "plot_history"
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError(f"{where}: runs must be a dict {{label: history}} (a history: train_grpo's list of per-step "
+                         f"dicts), got {checks._short(runs)}")
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple)) or not keys or \
+            not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"{where}: keys must be a non-empty list of metric names (str), got {checks._short(keys)}")
+    if not isinstance(x, str) or x not in ("step", "seconds"):
+        raise ValueError(f"{where}: x must be 'step' or 'seconds', got {checks._short(x)}")
+    for label, hist in runs.items():
+        if isinstance(hist, (str, bytes, dict)) or not isinstance(hist, (list, tuple)) or \
+                not all(isinstance(r, dict) for r in hist):
+            raise ValueError(f"{where}: runs[{label!r}] must be a history (a list of per-step dicts), got "
+                             f"{checks._short(hist)}")
+        for i, r in enumerate(hist):  # a NaN is drawn as a gap (a diverged run); what is not a number is refused
+            for key in [k for k in keys if r.get(k) is not None] + ([x] if any(r.get(k) is not None for k in keys)
+                                                                    else []):
+                if isinstance(r.get(key), bool) or not isinstance(r.get(key), numbers.Real):
+                    raise ValueError(f"{where}: runs[{label!r}][{i}][{key!r}]={checks._short(r.get(key))} must be a "
+                                     f"number" + (f" (each step that has a key needs its {x!r})" if key == x else ""))
 
 
 def plot_history(runs, keys=("reward_mean", "entropy", "heldout_pass@1"), x="step", title=None, smooth=1, ncols=None):
@@ -31,6 +59,12 @@ def plot_history(runs, keys=("reward_mean", "entropy", "heldout_pass@1"), x="ste
     x: 'step' or 'seconds' (wall-clock time). smooth > 1 draws per-step metrics as moving averages
     over that many steps (evaluations, the "..._pass@1" keys, are drawn as points, never smoothed).
     ncols: panels per row (default: all in one row)."""
+    _check_runs(runs, keys, x)
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"plot_history: title must be a str or None, got {checks._short(title)}")
+    smooth = checks.number("plot_history", "smooth", smooth, lo=1, integer=True)
+    if ncols is not None:
+        ncols = checks.number("plot_history", "ncols", ncols, lo=1, hi=100, integer=True)
     ncols = ncols or len(keys)
     nrows = -(-len(keys) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)

@@ -1,6 +1,7 @@
 """The self-check at the end of each lab: a few questions with immediate feedback, to see whether the lab's idea
 landed. One list per lab (QUESTIONS); self_check("01") shows them as widgets (JupyterLab, Colab, the browser
 test), and answer() is the rule the widget applies, so the feedback is tested without a browser."""
+from utils import checks
 
 # lab: [(question, options, index of the right option, why)]
 QUESTIONS = {
@@ -122,8 +123,15 @@ QUESTIONS = {
 }
 
 
+def _lab(where, lab):
+    if not isinstance(lab, str) or lab not in QUESTIONS:
+        raise ValueError(f"{where}: lab={checks._short(lab)}: the self-checks are for labs {sorted(QUESTIONS)}")
+
+
 def answer(lab, i, choice):
     """(right: bool, feedback text) for option `choice` of question i of `lab`."""
+    _lab("answer", lab)
+    i = checks.number("answer", "i", i, lo=0, hi=len(QUESTIONS[lab]) - 1, integer=True)
     question, options, right, why = QUESTIONS[lab][i]
     if not isinstance(choice, int) or isinstance(choice, bool) or not 0 <= choice < len(options):
         raise ValueError(f"choice={choice!r}: pick one of options 0..{len(options) - 1}")
@@ -135,8 +143,7 @@ def self_check(lab):
     a cell's last line)."""
     import ipywidgets as w
 
-    if lab not in QUESTIONS:
-        raise ValueError(f"lab={lab!r}: the self-checks are for labs {sorted(QUESTIONS)}")
+    _lab("self_check", lab)
     rows = []
     for i, (question, options, _, _) in enumerate(QUESTIONS[lab]):
         pick = w.RadioButtons(options=[(o, k) for k, o in enumerate(options)], value=None,

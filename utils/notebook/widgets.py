@@ -1,19 +1,74 @@
 """Widgets for live demos."""
+import numbers
 import re
 from collections import Counter
 
+from utils import checks
 from utils.eval.metrics import sample_in_batches
 from utils.tasks.arithmetic import solve
 from utils.verifiers.arithmetic import strict_match
+
+
+def _models(where, models):
+    if not isinstance(models, dict) or not models:
+        raise ValueError(f"{where}: models must be a dict {{name: model}}, at least one, got {checks._short(models)}")
+    for name, m in models.items():
+        checks.model(where, f"models[{name!r}]", m)
+
+
+def _verifiers(where, verifiers):
+    if not isinstance(verifiers, dict) or not verifiers:
+        raise ValueError(f"{where}: verifiers must be a dict {{name: reward_fn}}, at least one, got "
+                         f"{checks._short(verifiers)}")
+    for name, fn in verifiers.items():
+        checks.function(where, f"verifiers[{name!r}]", fn)
+
+
+def _text(where, name, x):
+    if not isinstance(x, str):
+        raise ValueError(f"{where}: {name} must be a str, got {checks._short(x)}")
+    return x
+
+
+def _default(where, name, x, allowed):
+    """A widget's default choice: None (the first) or one of `allowed`."""
+    if x is not None and (not isinstance(x, str) or x not in allowed):
+        raise ValueError(f"{where}: {name}={checks._short(x)} must be None or one of {list(allowed)}")
+
+
+def _counts(counts, n):
+    where = "pass_at_k_explorer"
+    if not isinstance(counts, dict) or not counts or not all(isinstance(k, tuple) and len(k) == 2 for k in counts):
+        raise ValueError(f"{where}: counts must be a dict {{(model name, split): right answers per problem}}, got "
+                         f"{checks._short(counts)}")
+    for key, c in counts.items():
+        c = checks.array(where, f"counts[{key!r}]", c, dims=1)
+        if not len(c) or (c < 0).any() or (c > n).any() or (c != c.round()).any():
+            raise ValueError(f"{where}: counts[{key!r}] must hold whole counts of right answers from 0 to n={n}")
+
+
+def _fits(where, fits):
+    if not isinstance(fits, dict) or not fits:
+        raise ValueError(f"{where}: fits must be a dict {{name: fit_sigmoid's dict}}, got {checks._short(fits)}")
+    for name, f in fits.items():
+        if not isinstance(f, dict) or any(k not in f for k in ("A", "C_mid", "B", "R0")):
+            raise ValueError(f"{where}: fits[{name!r}] must be fit_sigmoid's dict (A, C_mid, B, R0), got "
+                             f"{checks._short(f)}")
+        for k in ("A", "R0"):
+            checks.number(where, f"fits[{name!r}][{k!r}]", f[k])
+        for k in ("C_mid", "B"):
+            checks.number(where, f"fits[{name!r}][{k!r}]", f[k], lo=0, lo_open=True)
+    return fits
+
 
 _PROBLEM = re.compile(r"^\s*(\d{1,3})\s*([+\-])\s*(\d{1,3})\s*=?\s*$")
 
 
 def parse_problem(text):
     """'37 + 29' or '37+29=' -> (prompt '37+29=', answer '66'); anything else -> ValueError."""
-    m = _PROBLEM.match(text or "")
+    m = _PROBLEM.match(text) if isinstance(text, str) else None
     if not m:
-        raise ValueError("type a problem like 37+29 or 512-48 "
+        raise ValueError(f"text={checks._short(text, 40)}: type a problem like 37+29 or 512-48 "
                          "(operands up to 3 digits, + or -: the task has no other operators)")
     a, op, b = int(m[1]), m[2], int(m[3])
     return f"{a}{op}{b}=", str(solve(a, op, b))
@@ -22,6 +77,7 @@ def parse_problem(text):
 def answer_table(models, tokenizer, text, k=8, temperature=1.0, seed=0):
     """For each named model, k sampled answers to the problem `text` (e.g. "37+29") and how many are right.
     Returns (prompt, answer, {name: (answers list, n_correct, most common answer)})."""
+    _models("answer_table", models)
     prompt, answer = parse_problem(text)
     out = {}
     for name, model in models.items():
@@ -38,6 +94,10 @@ def compare_models(models, tokenizer, default="37+29", k=8):
 
     import ipywidgets as w
 
+    _models("compare_models", models)
+    checks.tokenizer("compare_models", "tokenizer", tokenizer)
+    _text("compare_models", "default", default)
+    k = checks.number("compare_models", "k", k, lo=1, hi=32, integer=True)
     box = w.Text(value=default, description="Problem:", continuous_update=False, layout=w.Layout(width="260px"))
     ks = w.IntSlider(value=k, min=1, max=32, description="samples K")
     temp = w.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1, description="temperature")
@@ -73,6 +133,9 @@ def verifier_playground(verifiers, default_problem="37+29", default_output="66")
 
     import ipywidgets as w
 
+    _verifiers("verifier_playground", verifiers)
+    _text("verifier_playground", "default_problem", default_problem)
+    _text("verifier_playground", "default_output", default_output)
     prob = w.Text(value=default_problem, description="Problem:", continuous_update=False,
                   layout=w.Layout(width="260px"))
     text = w.Text(value=default_output, description="Output:", continuous_update=True,
@@ -110,7 +173,14 @@ def pass_at_k_explorer(counts, n, split="test", default_model=None, default_k=16
 
     from utils.eval.metrics import pass_at_k_table
 
+    n = checks.number("pass_at_k_explorer", "n", n, lo=1, hi=100_000, integer=True)
+    _counts(counts, n)
     names = [m for m, s in counts if s == split and m != "base"]
+    if not isinstance(split, str) or not names or ("base", split) not in counts:
+        raise ValueError(f"pass_at_k_explorer: split={checks._short(split)} must be a split that counts has for "
+                         f"'base' and another model; counts has {sorted({s for _, s in counts})}")
+    _default("pass_at_k_explorer", "default_model", default_model, names)
+    default_k = checks.number("pass_at_k_explorer", "default_k", default_k, lo=1, integer=True)
     split_names = sorted({s for _, s in counts})
     ks = [2 ** i for i in range(int(np.log2(n)) + 1)]
     model = w.Dropdown(options=names, value=default_model if default_model in names else names[0], description="model")
@@ -151,9 +221,24 @@ def answer_distribution_explorer(snapshots, prompts, answers, default_run=None):
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
+    if not isinstance(snapshots, dict):
+        raise ValueError(f"answer_distribution_explorer: snapshots must be a dict {{run name: {{step: [Counter per "
+                         f"prompt]}}}}, got {checks._short(snapshots)}")
     runs = list(snapshots)
-    if not runs or any(not snapshots[r] for r in runs):
+    if not runs or any(not isinstance(snapshots[r], dict) or not snapshots[r] for r in runs):
         raise ValueError("snapshots must map each run name to a non-empty {step: [Counter per prompt]} dict")
+    prompts = checks.strings("answer_distribution_explorer", "prompts", prompts)
+    answers = checks.sequence("answer_distribution_explorer", "answers", answers)
+    if len(answers) != len(prompts):
+        raise ValueError(f"answer_distribution_explorer: prompts has {len(prompts)} entries and answers "
+                         f"{len(answers)}: one answer per prompt")
+    for r in runs:
+        for step, per_prompt in snapshots[r].items():
+            if not isinstance(per_prompt, (list, tuple)) or len(per_prompt) != len(prompts) or \
+                    not all(isinstance(c, dict) for c in per_prompt):
+                raise ValueError(f"answer_distribution_explorer: snapshots[{r!r}][{step!r}] must hold one Counter of "
+                                 f"answers per prompt ({len(prompts)} prompts), got {checks._short(per_prompt)}")
+    _default("answer_distribution_explorer", "default_run", default_run, runs)
     run = w.Dropdown(options=runs, value=default_run if default_run in runs else runs[0], description="run")
     steps = sorted(snapshots[run.value])
     step = w.SelectionSlider(options=steps, value=steps[-1], description="step")
@@ -207,6 +292,17 @@ def _run(bench, condition, seed):
     return next((r for r in bench["runs"] if r["condition"] == condition and r["seed"] == seed), None)
 
 
+def _bench(where, bench):
+    """bench after checking: a benchmark dict (benchmarks/results/lab03.json): runs with condition and seed."""
+    runs = bench.get("runs") if isinstance(bench, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("condition"), str) and "seed" in r
+                                             for r in runs) or not isinstance(bench.get("before"), dict) or \
+            not isinstance(bench["before"].get("pass@1"), numbers.Real):
+        raise ValueError(f"{where}: bench must be Lab 03's benchmark (json.load of benchmarks/results/lab03.json: "
+                         f"before, and runs with condition and seed), got {checks._short(bench)}")
+    return bench
+
+
 def control_runs(bench, condition, seed):
     """Lab 03: the run of `condition` with `seed` in a benchmark dict (benchmarks/results/lab03.json) and the
     true-reward run it is shown beside: the same seed at the same learning rate, i.e. "true reward, lr 1e-5"
@@ -214,7 +310,7 @@ def control_runs(bench, condition, seed):
     Returns (run, reference run or None when the bench has no true-reward run with that seed, reference
     condition name); for a true-reward condition the reference is the run itself.
     An unknown condition, or a seed the condition was not run with, raises ValueError naming the valid ones."""
-    names = _conditions(bench)
+    names = _conditions(_bench("control_runs", bench))
     if condition not in names:
         raise ValueError(f"unknown condition {condition!r}; the benchmark has: {', '.join(map(repr, names))}")
     run = _run(bench, condition, seed)
@@ -231,6 +327,15 @@ def control_answer_rows(prompts, answers, *run_answers):
     run_answers: per run, a list of completion texts (the first ones may be all there is), or None when the
     run stored none. Returns one row per prompt: (prompt, answer, [(text, right: bool) or None per run]),
     None where that run has no answer to that prompt."""
+    prompts = checks.strings("control_answer_rows", "prompts", prompts)
+    answers = checks.sequence("control_answer_rows", "answers", answers)
+    if len(answers) != len(prompts):
+        raise ValueError(f"control_answer_rows: prompts has {len(prompts)} entries and answers {len(answers)}: one "
+                         f"answer per prompt")
+    for j, texts in enumerate(run_answers):
+        if texts is not None and (isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple))):
+            raise ValueError(f"control_answer_rows: run_answers[{j}] must be a list of completion texts or None, got "
+                             f"{checks._short(texts)}")
     rows = []
     for i, (prompt, answer) in enumerate(zip(prompts, answers)):
         cells = [None if texts is None or i >= len(texts) else (texts[i], bool(strict_match(texts[i], answer)))
@@ -281,6 +386,7 @@ def control_view(bench, condition, seed, prompts, answers):
     import matplotlib.pyplot as plt
 
     run, ref, ref_name = control_runs(bench, condition, seed)
+    control_answer_rows(prompts, answers)  # checks them before a figure is drawn
     shown = [(condition, run)] if ref is run else [(condition, run), (ref_name, ref)]
     label = lambda name: f"{name} (seed {seed})"  # noqa: E731
 
@@ -326,12 +432,22 @@ def control_explorer(bench, prompts=None, answers=None, default_condition=None, 
 
     from utils.eval.control import N_SHOWN
 
-    names = _conditions(bench)
+    names = _conditions(_bench("control_explorer", bench))
     if not names:
         raise ValueError("the benchmark has no runs")
+    if default_condition is not None and (not isinstance(default_condition, str) or default_condition not in names):
+        raise ValueError(f"control_explorer: default_condition: unknown condition {checks._short(default_condition)}; "
+                         f"the benchmark has: {', '.join(map(repr, names))}")
+    if prompts is not None or answers is not None:
+        if prompts is None or answers is None:
+            raise ValueError("control_explorer: give prompts and answers together (or neither: the test split's)")
+        control_answer_rows(prompts, answers)
     if default_condition is None:
         default_condition = "random, 1 update" if "random, 1 update" in names else names[0]
     seeds = _seeds(bench, default_condition)
+    if default_seed is not None and (isinstance(default_seed, bool) or default_seed not in seeds):
+        raise ValueError(f"control_explorer: default_seed: condition {default_condition!r} has no run with seed "
+                         f"{checks._short(default_seed)}; its seeds: {seeds}")
     control_runs(bench, default_condition, seeds[0] if seeds and default_seed is None else default_seed)  # checks
     if prompts is None or answers is None:
         from utils.tasks.arithmetic import load_split
@@ -386,6 +502,15 @@ def trace_inspector(verifiers, examples=None, default_problem="478+356", default
     from utils.tasks.scratchpad import format_step, format_trace, steps_for
     from utils.verifiers.traces import judge
 
+    _verifiers("trace_inspector", verifiers)
+    if examples is not None and (not isinstance(examples, dict) or not all(
+            isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, str) for x in v)
+            for v in examples.values())):
+        raise ValueError(f"trace_inspector: examples must be a dict {{label: (problem, completion)}} of strings, or "
+                         f"None, got {checks._short(examples)}")
+    _text("trace_inspector", "default_problem", default_problem)
+    if default_output is not None:
+        _text("trace_inspector", "default_output", default_output)
     examples = dict(examples or {})
     if default_output is None:
         m = _SUM.match(default_problem)
@@ -453,6 +578,12 @@ def scaling_table(fits, budget, measured_max=None):
     (measured_max {name: C}, an extrapolation). Returns {name: dict}."""
     from utils.eval.scaling import predict
 
+    _fits("scaling_table", fits)
+    budget = checks.number("scaling_table", "budget", budget, lo=0, lo_open=True)
+    if measured_max is not None and (not isinstance(measured_max, dict) or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in measured_max.values())):
+        raise ValueError(f"scaling_table: measured_max must be a dict {{name: largest compute measured}} or None, got "
+                         f"{checks._short(measured_max)}")
     out = {}
     for name, f in fits.items():
         at, doubled = float(predict(f, budget)), float(predict(f, 2 * budget))
@@ -476,7 +607,21 @@ def scaling_explorer(fits, measured, default_model=None, default_budget=2048):
 
     from utils.eval.scaling import predict
 
-    names = list(fits)
+    names = list(_fits("scaling_explorer", fits))
+    if not isinstance(measured, dict):
+        raise ValueError(f"scaling_explorer: measured must be a dict {{name: (C list, R list)}}, got "
+                         f"{checks._short(measured)}")
+    for name in names:
+        pair = measured.get(name)
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"scaling_explorer: measured[{name!r}] must be the points (C list, R list) of that fit, "
+                             f"got {checks._short(pair)}")
+        C, R = (checks.array("scaling_explorer", f"measured[{name!r}]", v, dims=1) for v in pair)
+        if len(C) != len(R) or not len(C):
+            raise ValueError(f"scaling_explorer: measured[{name!r}] must hold as many accuracies as compute points, "
+                             f"at least one")
+    _default("scaling_explorer", "default_model", default_model, names)
+    default_budget = checks.number("scaling_explorer", "default_budget", default_budget, lo=0, lo_open=True)
     budgets = [int(2 ** i) for i in range(6, 18)]  # 64 .. 131072 completions
     model = w.Dropdown(options=names, value=default_model if default_model in names else names[0],
                        description="model")
