@@ -1,34 +1,60 @@
 """Property-based checks of the public API (hypothesis): for each public function below, one argument at a
 time is replaced by a random bad value (None, a string, NaN, inf, a negative or huge number, a bool, an empty
 or nested list, an object) while the others stay good. The call must then either succeed, with a result of
-the right kind, or raise ValueError or TypeError whose message names the argument: never an error from deep
-inside numpy or torch, never a silent NaN.
+the right kind, or raise ValueError or TypeError whose message names the argument (OSError for a path that names
+no file, or a folder that cannot be written): never an error from deep inside numpy or torch, never a silent NaN.
 
 The functions are those a learner or a lab calls directly without a model (the maths of the loss, pass@k,
-the health check, the task and curation helpers, the verifiers, the scaling fit, the cost model, the random-reward
-control's verdict, Lab 06's held-out curve); GRPOConfig is checked field by field. The exercise checks get the
-same property for the learner's function they are passed (BAD_LEARNER: not a function, the wrong arguments, None
-or the wrong kind back, an error inside it): one ExerciseError naming my_<name>, never an error from inside.
+the health check, the task and curation helpers, the verifiers' helpers, the scaling fit, the cost and memory
+models, the random-reward control's verdict, Lab 06's held-out curve, the files, the plots and widgets: CASES,
+and FEW for the heavier calls, a figure or a sandboxed run, with a few draws per argument); GRPOConfig is checked
+field by field. The judges (JUDGES: every reward function, and the per-text checks behind them) never raise on
+what they judge, whatever the completions or a dataset column hold, and give one float per completion; their own
+options (a timeout, a database's path, a wall) fail by name. The exercise checks get the same property for the
+learner's function they are passed (BAD_LEARNER: not a function, the wrong arguments, None or the wrong kind back,
+an error inside it): one ExerciseError naming my_<name>, never an error from inside.
 Those that take a model (sample, completion_logprobs, evaluate and the other
-sampling functions of utils/eval/metrics.py, train_grpo) get the same property, with BAD and the mistakes of
-a call with a model, in tests/test_properties_models.py (the shipped model loaded once); tests/test_bad_input.py
-checks chosen cases of them by hand, with the exact message each gives.
-"""
-import math
+sampling functions of utils/eval/metrics.py, train_grpo, the recipes of utils/runs) get the same property, with BAD
+and the mistakes of a call with a model, in tests/test_properties_models.py (the shipped model loaded once);
+tests/test_bad_input.py checks chosen cases of them by hand, with the exact message each gives.
 
+test_every_public_function_is_covered enumerates every public function of utils/ and fails naming any that no
+property tries, that takes arguments, and that is not in EXEMPT with its reason.
+"""
+import contextlib
+import errno
+import functools
+import importlib
+import inspect
+import math
+import os
+import pkgutil
+import shutil
+import tempfile
+from collections import Counter
+
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from utils.eval import control, health, metrics, scaling
+import utils
+from utils import DATA_DIR, files
+from utils import setup as course_setup
+from utils import tasks as task_files
+from utils.eval import control, health, metrics, scaling, stored
 from utils.eval import traces as trace_eval
-from utils.models import cost
-from utils.notebook import exercises
-from utils.rl import grpo
+from utils.models import cost, memory
+from utils.models import policy as pol
+from utils.notebook import exercises, plots, selfcheck, widgets
+from utils.rl import breaks, grpo, launch, rollout, trl_trainer
 from utils.tasks import arithmetic as tasks
-from utils.tasks import curation
+from utils.tasks import chat, curation, scratchpad
 from utils.verifiers import arithmetic as verifiers
+from utils.verifiers import attacks, code, isolation, signature, spurious, sql
+from utils.verifiers import chat as chat_verifier
+from utils.verifiers import traces as trace_verifiers
 
 BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -0.5, 0, 10**30, True, False, [],
                        [[1, 2], [3]], {}, {"a": 1}, object(), (1,), [None], ["a", "b"], [math.nan, 1.0]])
@@ -84,6 +110,353 @@ CASES = {
 }
 
 
+# ---- the rest of the public API without a model (issue 37): the files, the task helpers, the verifiers' helpers,
+# the measures, the notebook's plots and widgets. A few need a wrapper: a path is tried inside a fresh temporary
+# folder (a bad path such as "x" lands there, not in the repo), a figure is closed after the call, the hub is not
+# dialled (HF_HUB_OFFLINE), launch.run stops where its child process would start. functools.wraps keeps the
+# wrapped function's name, which is how test_every_public_function_is_covered finds it.
+
+@contextlib.contextmanager
+def _in_tmp():
+    old, folder = os.getcwd(), tempfile.mkdtemp(prefix="rlvr_props_")
+    os.chdir(folder)
+    try:
+        yield folder
+    finally:
+        os.chdir(old)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def in_tmp(fn):
+    @functools.wraps(fn)
+    def call(**kw):
+        with _in_tmp():
+            return fn(**kw)
+    return call
+
+
+def closing(fn):
+    """fn, with every figure it opened closed afterwards (matplotlib's Agg backend: nothing is shown)."""
+    @functools.wraps(fn)
+    def call(**kw):
+        import matplotlib.pyplot as plt
+        try:
+            return fn(**kw)
+        finally:
+            plt.close("all")
+    return call
+
+
+@functools.wraps(files.atomic_write)
+def _atomic_write(path, mode):
+    with _in_tmp():
+        with files.atomic_write(path, mode) as f:
+            f.write(b"ok" if "b" in mode else "ok")
+        with open(path, "rb") as f:
+            return f.read()
+
+
+@functools.wraps(files.atomic_dir)
+def _atomic_dir(path):
+    with _in_tmp():
+        with files.atomic_dir(path) as tmp:
+            open(os.path.join(tmp, "f"), "w").close()
+        return sorted(os.listdir(path))
+
+
+@functools.wraps(task_files.read_jsonl)
+def _read_jsonl(path, writer):
+    with _in_tmp():
+        task_files.write_jsonl({"train": [{"prompt": "1+1=", "answer": "2"}] * 3}, "d")
+        return len(task_files.read_jsonl(path, writer))
+
+
+@functools.wraps(stored.beside)
+def _beside(**kw):
+    """beside, with its AssertionError for a run outside the seeds' band taken as its (right) answer."""
+    try:
+        return stored.beside(**kw)
+    except AssertionError:
+        return "outside"
+
+
+@functools.wraps(attacks.run_attacks)
+def _run_attacks(**kw):
+    """run_attacks; another run of the attack suite on this machine holds its listener: skipped, not failed."""
+    try:
+        return attacks.run_attacks(**kw)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            pytest.skip("another run of the attack suite holds its evidence listener")
+        raise
+
+
+@functools.wraps(pol.hub_reachable)
+def _hub_reachable(timeout):
+    """Offline: nothing is dialled, the argument is still checked."""
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        return pol.hub_reachable(timeout)
+    finally:
+        os.environ.pop("HF_HUB_OFFLINE") if old is None else os.environ.update(HF_HUB_OFFLINE=old)
+
+
+class _Started(Exception):
+    pass
+
+
+@functools.wraps(launch.run)
+def _launch_run(out, timeout, **kw):
+    """launch.run up to the child process it starts (a whole training run): "started" once its arguments passed."""
+    def start(*a, **k):
+        raise _Started
+    real = launch.subprocess.run
+    launch.subprocess.run = start
+    try:
+        with _in_tmp():
+            return launch.run(out, timeout, **kw)
+    except _Started:
+        return "started"
+    finally:
+        launch.subprocess.run = real
+
+
+UNAVAILABLE = "no isolated wall on this machine"
+
+
+def or_unavailable(fn):
+    """fn, with the sandbox's refusal on a machine without the isolated wall taken as its right answer."""
+    @functools.wraps(fn)
+    def call(**kw):
+        try:
+            return fn(**kw)
+        except isolation.SandboxUnavailable:
+            return UNAVAILABLE
+    return call
+
+
+class ChatTokenizer:
+    """A tokenizer with a chat template (offline: no hub model), enough for utils.tasks.chat and settings_for."""
+    chat_template, pad_token_id = "{user}", 0
+
+    def __call__(self, text, **kw):
+        return {"input_ids": [ord(c) % 50 for c in text]}
+
+    def decode(self, ids, **kw):
+        return "".join(chr(48 + i) for i in ids)
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return f"<user>{messages[-1]['content']}<assistant>"
+
+
+def _dataset():
+    from datasets import Dataset
+    return Dataset.from_dict({"prompt": ["1+1=", "2+3="], "answer": ["2", "5"]})
+
+
+def _finite_floats(r, n=None):
+    return isinstance(r, list) and all(isinstance(x, float) and math.isfinite(x) for x in r) and (n is None or
+                                                                                                 len(r) == n)
+
+
+LOGITS = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))
+EST = memory.estimate_memory("SmolLM2-135M-Instruct", 8, 10, 8)
+FIT = {"A": 0.6, "C_mid": 1000.0, "B": 1.0, "R0": 0.2}
+SNAPSHOTS = {"healthy": {0: [Counter({"66": 3, "65": 1})], 20: [Counter({"66": 4})]}}
+BENCH = {"config": {"eval_n": 4}, "before": {"pass@1": 0.27},
+         "runs": [{"seed": s, "condition": c, "config": {"lr": 1e-4, "seed": s}, "curve": [[20, 0.2], [40, 0.3]],
+                   "after": {"greedy": 0.3, "pass@1": 0.2, "pass@8": 0.5, "entropy": 0.6}, "answers": ["66", "1"]}
+                  for c in ("true reward", "random, 1 update") for s in (0, 1)]}
+COUNTS = {("base", "test"): np.array([0, 4, 8]), ("GRPO", "test"): np.array([1, 8, 8])}
+ATTACK = {"id": "plain", "attack": "answers", "candidate": "def solve(x):\n    return x", "label": 1.0,
+          "tests": [{"input": [1], "output": 1}]}
+TRACE = "8+6+0=14 7+5+1=13 4+3+1=8 >834"
+GOOD_RUN = dict(out="runs/x", timeout=60, steps=1, batch_size=8, group_size=4)
+
+CASES.update({
+    "files.atomic_write": (_atomic_write, dict(path="a.txt", mode="w"), lambda r: r == b"ok"),
+    "files.atomic_dir": (_atomic_dir, dict(path="folder"), lambda r: r == ["f"]),
+    "files.check_writable": (in_tmp(files.check_writable), dict(folder="out", what="out"), lambda r: r is None),
+    "tasks.write_jsonl": (in_tmp(task_files.write_jsonl), dict(splits={"train": [{"prompt": "1+1=", "answer": "2"}]},
+                                                               folder="d"), lambda r: isinstance(r, dict)),
+    "setup.seed_everything": (course_setup.seed_everything, dict(seed=0), lambda r: r is None),
+    "scratchpad.format_prompt": (scratchpad.format_prompt, dict(a=478, b=356),
+                                 lambda r: isinstance(r, str) and r.endswith(":")),
+    "scratchpad.steps_for": (scratchpad.steps_for, dict(a=478, b=356), lambda r: isinstance(r, list) and r),
+    "scratchpad.format_step": (scratchpad.format_step, dict(step=(8, 6, 0, 14)), lambda r: r == "8+6+0=14"),
+    "scratchpad.format_trace": (scratchpad.format_trace, dict(steps=[(8, 6, 0, 14)], answer=14),
+                                lambda r: isinstance(r, str) and ">" in r),
+    "scratchpad.answer_from_steps": (scratchpad.answer_from_steps, dict(steps=[(8, 6, 0, 14), (7, 5, 1, 13)]),
+                                     lambda r: r is None or isinstance(r, str)),
+    "scratchpad.make_splits": (scratchpad.make_splits, dict(seed=0, sizes={"train": 10, "valid": 2, "test": 3,
+                                                                           "ood": 2}),
+                               lambda r: sorted(r) == ["ood", "test", "train", "valid"]),
+    "chat.has_chat_template": (chat.has_chat_template, dict(tokenizer=ChatTokenizer()), lambda r: isinstance(r, bool)),
+    "chat.chat_prompts": (chat.chat_prompts, dict(tokenizer=ChatTokenizer(), prompts=["1+1="],
+                                                  instruction=chat.INSTRUCTION),
+                          lambda r: isinstance(r, list) and r and all(isinstance(x, str) for x in r)),
+    "curation.level_pools": (curation.level_pools, dict(levels_per_step=[[2], [2, 3]], digits=[2, 3, 2]),
+                             lambda r: isinstance(r, list) and all(len(pool) for pool in r)),
+    "health.token_entropy": (health.token_entropy, dict(logits=LOGITS, mask=torch.ones(2, 3)),
+                             lambda r: r.dim() == 0 and torch.isfinite(r) and r >= 0),
+    "health.fit_entropy_reward": (health.fit_entropy_reward, dict(entropy=[0.5, 1.0, 1.5], reward=[0.6, 0.4, 0.1]),
+                                  lambda r: len(r) == 2 and all(math.isfinite(x) for x in r)),
+    "health.diagnose": (health.diagnose, dict(summary=health.summarize(HIST)),
+                        lambda r: isinstance(r, list) and set(r) <= set(health.DIAGNOSES)),
+    "metrics.eval_sets_of": (metrics.eval_sets_of, dict(eval_prompts=["1+1="], eval_answers=["2"],
+                                                        eval_sets={"ood": (["100+1="], ["101"])}),
+                             lambda r: isinstance(r, dict)),
+    "metrics.read_pass_at_k": (metrics.read_pass_at_k, dict(d1=0.1, dk=0.0, tol=0.02), lambda r: isinstance(r, str)),
+    "metrics.guess_pass_at_k": (metrics.guess_pass_at_k, dict(answers=["42", "7"], ks=[1, 4]),
+                                lambda r: r.ndim == 2 and ((r >= 0) & (r <= 1)).all()),
+    "metrics.seed_difference": (metrics.seed_difference, dict(a=[0.5, 0.6, 0.55], b=[0.4, 0.5, 0.52]),
+                                lambda r: len(r) == 2 and all(math.isfinite(x) for x in r)),
+    "scaling.sigmoid": (scaling.sigmoid, dict(C=[1.0, 10, 100], A=0.8, C_mid=10.0, B=1.0, R0=0.2),
+                        lambda r: np.isfinite(r).all()),
+    "scaling.best_asymptote": (scaling.best_asymptote, dict(C=[1.0, 10, 100], R=[0.3, 0.5, 0.7], R0=0.2, C_mid=10.0,
+                                                            B=1.0), lambda r: r is None or math.isfinite(r)),
+    "scaling.predict": (scaling.predict, dict(fit=FIT, C=[1.0, 100]), lambda r: np.isfinite(r).all()),
+    "stored.beside": (_beside, dict(here={"a": 0.41}, seeds={"a": [0.39, 0.43, 0.40]}, band=0.05,
+                                          max_spread=0.1, what="pass@1", show=False),
+                      lambda r: r == "outside" or isinstance(r, list)),
+    "traces.length_controlled": (trace_eval.length_controlled, dict(a={"by_length": {3: [4, 2]}},
+                                                                    b={"by_length": {3: [4, 1], 4: [2, 2]}}),
+                                 lambda r: math.isfinite(r["raw"]) and 0 <= r["overlap"] <= 1),
+    "cost.step_flops": (cost.step_flops, dict(model_or_config="SmolLM2-135M-Instruct", batch=8, prompt_len=10,
+                                              completion_len=8, lora_rank=0, grad_checkpointing=True),
+                        lambda r: isinstance(r, int) and r > 0),
+    "memory.estimate_memory": (memory.estimate_memory, dict(
+        model_or_config="SmolLM2-135M-Instruct", batch=8, prompt_len=10, completion_len=8, lora_rank=0, param_bytes=4,
+        optimizer="adamw", grad_checkpointing=False, lora_targets="all-linear", ref_copy=False, logits="fused",
+        device="cpu"), lambda r: math.isfinite(r["total"]) and r["total"] > 0),
+    "memory.format_estimate": (memory.format_estimate, dict(est=EST), lambda r: isinstance(r, str)),
+    "memory.check_fits": (memory.check_fits, dict(est=EST, available_bytes=2**40, device="cpu"),
+                          lambda r: isinstance(r, bool)),
+    "policy.hub_reachable": (_hub_reachable, dict(timeout=0.5), lambda r: r is False),
+    "policy.positions": (pol.positions, dict(model=torch.nn.Linear(1, 1)), lambda r: r is None or r > 0),
+    "grpo.log_ratio": (grpo.log_ratio, dict(logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3), mask=torch.ones(2, 3),
+                                            level="sequence"), lambda r: torch.isfinite(r).all()),
+    "grpo.per_token_loss": (grpo.per_token_loss, dict(
+        logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3), ref_logp=torch.zeros(2, 3), adv=T(1, -1), eps_low=0.2,
+        eps_high=0.2, beta=0.1, level="token", mask=torch.ones(2, 3)), lambda r: r.shape == (2, 3) and
+        torch.isfinite(r).all()),
+    "grpo.token_weights": (grpo.token_weights, dict(mask=torch.ones(2, 3), loss_type="dr_grpo", max_len=4),
+                           lambda r: r.shape == (2, 3) and torch.isfinite(r).all()),
+    "grpo.loss_stats": (grpo.loss_stats, dict(logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3),
+                                              ref_logp=torch.zeros(2, 3), adv=T(1, -1), mask=torch.ones(2, 3),
+                                              eps_low=0.2, eps_high=0.2, level="token"),
+                        lambda r: all(math.isfinite(v) for v in r.values())),
+    "rollout.fill_batch": (rollout.fill_batch, dict(round_rewards=[T(1, 1, 0, 1), T(0, 0, 1, 0)], G=2, n_groups=2),
+                           lambda r: isinstance(r[0], list) and isinstance(r[1], int)),
+    "launch.parse": (launch.parse, dict(argv=["steps=2", "lr=0.001"]), lambda r: isinstance(r, dict)),
+    "launch.run": (_launch_run, GOOD_RUN, lambda r: r == "started"),
+    "launch.weight_distance": (launch.weight_distance, dict(a={"w": T(1, 2)}, b={"w": T(1, 3)}),
+                               lambda r: r == 1.0),
+    "trl.check_split": (trl_trainer.check_split, dict(cfg=grpo.GRPOConfig(batch_size=8, group_size=4), processes=2),
+                        lambda r: r is None),
+    "trl.trl_kwargs": (trl_trainer.trl_kwargs, dict(cfg=grpo.GRPOConfig(batch_size=8, group_size=4)),
+                       lambda r: isinstance(r, dict)),
+    "trl.settings_for": (trl_trainer.settings_for, dict(tokenizer=ChatTokenizer(), device="cpu"),
+                         lambda r: isinstance(r[0], dict) and isinstance(r[1], bool)),
+    "verifiers.load_arithmetic_suite": (verifiers.load_arithmetic_suite, dict(path=None), lambda r: len(r) > 0),
+    "attacks.attack_cases": (attacks.attack_cases, dict(cases=[ATTACK]),
+                             lambda r: isinstance(r, list) and all(c.get("attack") for c in r)),
+    "chat.answer_line": (chat_verifier.answer_line, dict(text="so. Answer: 42\n", max_chars=4096),
+                         lambda r: isinstance(r, str)),
+    "code.wall_deadline": (code.wall_deadline, dict(timeout_s=2.0, beside=0), lambda r: math.isfinite(r) and r > 0),
+    "code.extract_code": (code.extract_code, dict(text="```python\nx = 1\n```"), lambda r: r is None or
+                          isinstance(r, str)),
+    "code.load_code_suite": (code.load_code_suite, dict(path=code.SUITE_PATH), lambda r: len(r) > 0),
+    "isolation.sandbox_config": (isolation.sandbox_config, dict(wall=None, refresh=False),
+                                 lambda r: isinstance(r, dict) and "wall" in r),
+    "isolation.describe": (isolation.describe, dict(cfg=None), lambda r: isinstance(r, str)),
+    "isolation.require": (or_unavailable(isolation.require), dict(allow_weaker_wall=True, wall=None),
+                          lambda r: r == UNAVAILABLE or isinstance(r, dict)),
+    "isolation.readable_behind": (isolation.readable_behind, dict(cfg=isolation.sandbox_config(),
+                                                                  path=sql.DB_PATH), lambda r: isinstance(r, bool)),
+    "signature.completion_text": (signature.completion_text, dict(c="66"), lambda r: r is None or isinstance(r, str)),
+    "signature.per_completion": (signature.per_completion, dict(completions=["a", "b"]),
+                                 lambda r: isinstance(r, list)),
+    "signature.reward_from_match": (signature.reward_from_match, dict(match=verifiers.strict_match, name=None),
+                                    lambda r: callable(r)),
+    "signature.verifier_report": (signature.verifier_report, dict(
+        reward_fn=verifiers.strict_reward, output_key="output",
+        cases=[{"id": "a", "kind": "k", "output": "42", "answer": "42", "label": 1.0}]),
+        lambda r: 0 <= r["coverage"] <= 1),
+    "spurious.random_reward": (spurious.random_reward, dict(p=0.5, seed=0), lambda r: callable(r)),
+    "sql.run_readonly": (sql.run_readonly, dict(sql="SELECT 1", db_path=sql.DB_PATH, timeout_s=2.0, max_rows=10),
+                         lambda r: isinstance(r, tuple) and len(r) == 2),
+    "sql.load_sql_suite": (sql.load_sql_suite, dict(path=sql.SUITE_PATH), lambda r: len(r) > 0),
+    "traces.parse": (trace_verifiers.parse, dict(text=TRACE), lambda r: r is None or isinstance(r, dict)),
+    "traces.judge": (trace_verifiers.judge, dict(text=TRACE, a=478, b=356, answer=None),
+                     lambda r: isinstance(r, dict) and isinstance(r["outcome"], bool)),
+    "traces.shaped_reward": (trace_verifiers.shaped_reward, dict(outcome=1.0, process=0.2, format=0.1,
+                                                                 extra_step_penalty=0.1), lambda r: callable(r)),
+    "traces.length_biased_reward": (trace_verifiers.length_biased_reward, dict(per_step=0.1), lambda r: callable(r)),
+    "traces.rubric": (trace_verifiers.rubric, dict(criteria=("outcome", "well_formed")), lambda r: callable(r)),
+    "plots.moving_average": (plots.moving_average, dict(xs=[1.0, 2, 3, 4], n=2), lambda r: np.isfinite(r).all()),
+    "selfcheck.answer": (selfcheck.answer, dict(lab="01", i=0, choice=1),
+                         lambda r: isinstance(r[0], bool) and isinstance(r[1], str)),
+    "selfcheck.self_check": (selfcheck.self_check, dict(lab="01"), lambda r: r is not None),
+    "widgets.parse_problem": (widgets.parse_problem, dict(text="37+29"), lambda r: r == ("37+29=", "66")),
+    "widgets.verifier_playground": (widgets.verifier_playground, dict(
+        verifiers={"strict": verifiers.strict_reward}, default_problem="37+29", default_output="66"),
+        lambda r: r is not None),
+    "widgets.control_runs": (widgets.control_runs, dict(bench=BENCH, condition="random, 1 update", seed=0),
+                             lambda r: len(r) == 3),
+    "widgets.control_answer_rows": (widgets.control_answer_rows, dict(prompts=["37+29=", "1+1="], answers=["66", "2"]),
+                                    lambda r: len(r) == 2),
+    "widgets.trace_inspector": (widgets.trace_inspector, dict(
+        verifiers={"outcome": trace_verifiers.outcome_reward}, examples={"right": ("478+356", TRACE)},
+        default_problem="478+356", default_output=None), lambda r: r is not None),
+    "widgets.scaling_table": (widgets.scaling_table, dict(fits={"m": FIT}, budget=1000, measured_max={"m": 500}),
+                              lambda r: math.isfinite(r["m"]["accuracy"])),
+})
+
+# heavier calls (a figure, a model's files, a sandboxed run, a fit on a fine grid): a few draws per argument
+FEW = {
+    "tasks.read_jsonl": (_read_jsonl, dict(path="d/train.jsonl", writer="utils.tasks.arithmetic"), lambda r: r == 3),
+    "tasks.load_split": (tasks.load_split, dict(name="test", n=3, data_dir=DATA_DIR), lambda r: len(r) >= 1),
+    "scratchpad.load_split": (scratchpad.load_split, dict(name="test", n=3, digits=None, data_dir=DATA_DIR),
+                              lambda r: len(r) >= 1),
+    "chat.chat_dataset": (chat.chat_dataset, dict(tokenizer=ChatTokenizer(), dataset=_dataset()),
+                          lambda r: len(r) == 2 and r["prompt"][0].startswith("<user>")),
+    "setup.setup": (closing(course_setup.setup), dict(seed=0, quiet=True), lambda r: r in ("cpu", "cuda")),
+    "scaling.forecasts": (scaling.forecasts, dict(C=[1.0, 2, 4, 8, 16, 32, 64],
+                                                  R=[0.1, 0.2, 0.35, 0.5, 0.6, 0.62, 0.63], R0=0.05,
+                                                  best_A=scaling.best_asymptote),
+                          lambda r: all(math.isfinite(r[k]["rmse"]) for k in ("sigmoid", "line in log C"))),
+    "isolation.available_walls": (isolation.available_walls, dict(refresh=False), lambda r: isinstance(r, dict)),
+    "attacks.run_attacks": (or_unavailable(_run_attacks), dict(cases=[ATTACK], wall=None, audit_hook=True,
+                                                                      timeout_s=1.5),
+                            lambda r: r == UNAVAILABLE or (isinstance(r, list) and not any(x["escaped"] for x in r))),
+    "code.run_sandboxed": (or_unavailable(code.run_sandboxed), dict(
+        code="def solve(x):\n    return x", inputs=[[1]], func_name="solve", timeout_s=2.0, mem_mb=256,
+        audit_hook=True, allow_weaker_wall=False, wall=None),
+        lambda r: r == UNAVAILABLE or r["status"] in ("ok", "timeout", "error", "crashed")),
+    "plots.plot_history": (closing(plots.plot_history), dict(runs={"a": HIST}, keys=("reward_mean", "heldout_pass@1"),
+                                                             x="step", title=None, smooth=2, ncols=None),
+                           lambda r: r is not None),
+    "widgets.pass_at_k_explorer": (closing(widgets.pass_at_k_explorer), dict(counts=COUNTS, n=8, split="test",
+                                                                             default_model="GRPO", default_k=4),
+                                   lambda r: r is not None),
+    "widgets.answer_distribution_explorer": (closing(widgets.answer_distribution_explorer), dict(
+        snapshots=SNAPSHOTS, prompts=["37+29="], answers=["66"], default_run="healthy"), lambda r: r is not None),
+    "widgets.control_view": (closing(widgets.control_view), dict(bench=BENCH, condition="random, 1 update", seed=0,
+                                                                 prompts=["37+29=", "1+1="], answers=["66", "2"]),
+                             lambda r: len(r) == 3),
+    "widgets.control_explorer": (closing(widgets.control_explorer), dict(
+        bench=BENCH, prompts=["37+29=", "1+1="], answers=["66", "2"], default_condition=None, default_seed=None),
+        lambda r: r is not None),
+    "widgets.scaling_explorer": (closing(widgets.scaling_explorer), dict(
+        fits={"m": FIT}, measured={"m": ([64, 500], [0.2, 0.3])}, default_model=None, default_budget=2048),
+        lambda r: r is not None),
+}
+# a value that is right but too slow to try here: cases=None is the whole attack suite (tests/test_code_verifier.py)
+NOT_DRAWN = {("attacks.run_attacks", "cases"): (None,)}
+
+
 def _names_it(err, name):
     return name in str(err)
 
@@ -97,7 +470,7 @@ def call_or_named(shown, fn, kwargs, name, names_it=_names_it):
     shown: the call as the failure message writes it."""
     try:
         return fn(**kwargs)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:  # OSError: a path that names no file, or no folder to write to
         assert names_it(e, name), f"{shown} raised {type(e).__name__} without naming {name}: {e}"
         return NAMED
     except Exception as e:  # noqa: BLE001 - the point: nothing else may come out
@@ -122,6 +495,106 @@ def test_the_good_call_is_good(case):
     fn, good, check = CASES[case]
     out = fn(**good)
     assert check is None or check(out), out
+
+
+@pytest.mark.parametrize("case, name", [(case, name) for case in sorted(FEW) for name in sorted(FEW[case][1])])
+@settings(max_examples=5, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_bad_arguments_fail_by_name_few_draws(case, name, data):
+    """The same property for the heavier calls (FEW), a few draws per argument."""
+    fn, good, check = FEW[case]
+    bad = data.draw(BAD.filter(lambda v: not any(v is x for x in NOT_DRAWN.get((case, name), ()))), label="value")
+    out = call_or_named(f"{case}({name}={bad!r})", fn, dict(good, **{name: bad}), name)
+    if out is not NAMED and check is not None:
+        assert check(out), f"{case}({name}={bad!r}) returned {out!r} without complaint"
+
+
+@pytest.mark.parametrize("case", sorted(FEW))
+def test_the_good_call_is_good_few_draws(case):
+    fn, good, check = FEW[case]
+    out = fn(**good)
+    assert check is None or check(out), out
+
+
+# Judges: the reward functions (TRL's signature: one float per completion) and the per-text checks behind them
+# (one float). What they judge (the completions, a text, a dataset column such as answer, a, b, tests or
+# reference_sql) never makes them raise, whatever it is: a model writes anything and a column holds anything. Their
+# own options (a timeout, a database's path, a wall) are the caller's: a bad one is an error that names it.
+ROWS_COLUMNS = dict(answer=["834"], a=[478], b=[356])
+CODE = dict(completions=["def solve(x):\n    return x"], tests=[{"input": [1], "output": 1}], func_name="solve",
+            timeout_s=2.0, allow_weaker_wall=False, wall=None, audit_hook=True, workers=1)
+JUDGED = {"completions", "text", "answer", "a", "b", "tests", "reference_sql", "func_name", "c"}
+JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | "score": one float)
+    **{f"verifiers.{fn.__name__}": (fn, dict(completions=["66"], answer=["66"]), "scores") for fn, _ in
+       verifiers.ZOO.values()},
+    **{f"verifiers.{fn.__name__}": (fn, dict(text="66", answer="66"), "score") for fn in (
+        verifiers.strict_match, verifiers.careful_match, verifiers.last_number_match, verifiers.contains_match,
+        verifiers.last_digit_match, verifiers.digit_count_match, verifiers.any_number_match)},
+    "chat.chat_reward": (chat_verifier.chat_reward, dict(completions=["Answer: 66"], answer=["66"]), "scores"),
+    "chat.chat_match": (chat_verifier.chat_match, dict(text="Answer: 66", answer="66"), "score"),
+    "spurious.wrong_answer_reward": (spurious.wrong_answer_reward, dict(completions=["66"], answer=["66"]), "scores"),
+    "spurious.random_reward(0.5)": (spurious.random_reward(0.5), dict(completions=["66"], answer=["66"]), "scores"),
+    "breaks.wrong_column_reward": (breaks.wrong_column_reward, dict(completions=["66"], answer=["66"], a=[37]),
+                                   "scores"),
+    "breaks.pass_all_reward": (breaks.pass_all_reward, dict(completions=["66"], answer=["66"]), "scores"),
+    **{f"traces.{fn.__name__}": (fn, dict(completions=[TRACE], **ROWS_COLUMNS), "scores") for fn in (
+        trace_verifiers.outcome_reward, trace_verifiers.format_reward, trace_verifiers.arithmetic_reward,
+        trace_verifiers.process_reward, trace_verifiers.process_strict_reward, trace_verifiers.trace_reward,
+        trace_verifiers.rubric_reward)},
+    "traces.shaped_reward()": (trace_verifiers.shaped_reward(), dict(completions=[TRACE], **ROWS_COLUMNS), "scores"),
+    "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
+                                                                                   **ROWS_COLUMNS), "scores"),
+    "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "sql.sql_syntax_reward": (sql.sql_syntax_reward, dict(completions=["SELECT 1"], timeout_s=2.0), "scores"),
+    "sql.sql_execution_reward": (sql.sql_execution_reward, dict(completions=["SELECT 1"], reference_sql=["SELECT 1"],
+                                                                db_path=sql.DB_PATH, timeout_s=2.0), "scores"),
+    "sql.sql_compiles": (sql.sql_compiles, dict(text="SELECT 1", timeout_s=2.0), "score"),
+    "sql.sql_execution_match": (sql.sql_execution_match, dict(text="SELECT 1", reference_sql="SELECT 1",
+                                                              db_path=sql.DB_PATH, timeout_s=2.0), "score"),
+    "code.code_reward": (or_unavailable(code.code_reward), CODE, "scores"),
+    "code.naive_code_reward": (or_unavailable(code.naive_code_reward), CODE, "scores"),
+}
+JUDGED_VALUES = st.one_of(BAD, st.text(max_size=20), st.lists(st.one_of(st.text(max_size=12), BAD), max_size=3))
+
+
+def _judged_ok(out, kind, kw):
+    if out == UNAVAILABLE:
+        return True
+    if kind == "score":
+        return isinstance(out, float) and 0.0 <= out <= 1.0
+    n = len(kw["completions"]) if isinstance(kw["completions"], list) else None
+    return _finite_floats(out, n)
+
+
+@pytest.mark.parametrize("judge, name", [(j, n) for j in sorted(JUDGES) for n in sorted(JUDGES[j][1])])
+@settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_judges_never_raise_on_what_they_judge(judge, name, data):
+    fn, good, kind = JUDGES[judge]
+    bad = data.draw(JUDGED_VALUES if name in JUDGED else BAD, label="value")
+    kw = dict(good, **{name: bad})
+    shown = f"{judge}({name}={bad!r})"
+    if name in JUDGED:
+        try:
+            out = fn(**kw)
+        except Exception as e:  # noqa: BLE001 - the point: a judge never raises on what it judges
+            pytest.fail(f"{shown} raised {type(e).__name__}: {e}")
+    else:
+        out = call_or_named(shown, fn, kw, name)
+        if out is NAMED:
+            return
+    assert _judged_ok(out, kind, kw), f"{shown} returned {out!r}"
+
+
+@pytest.mark.parametrize("judge", sorted(JUDGES))
+def test_judges_good_call_is_good(judge):
+    """The baseline: a right completion is paid (by all but the rewards that pay for being wrong, or at random)."""
+    fn, good, kind = JUDGES[judge]
+    out = fn(**good)
+    if out == UNAVAILABLE:
+        pytest.skip(UNAVAILABLE)
+    assert _judged_ok(out, kind, good), out
+    assert "random" in judge or "wrong" in judge or min(out if isinstance(out, list) else [out]) > 0, out
 
 
 VERIFIERS = [verifiers.strict_reward, verifiers.careful_reward, verifiers.last_number_reward,
@@ -200,3 +673,96 @@ def test_exercise_checks_reject_a_bad_learner_function_clearly(check, fn):
     except Exception as e:  # noqa: BLE001 - the point: nothing else may come out
         pytest.fail(f"{check}({fn!r}) raised {type(e).__name__} from inside the check: {e}")
     pytest.fail(f"{check} passed a broken function {fn!r} (returned {out!r})")
+
+
+# Public functions (utils/, defined in their module, name without "_") that no property above tries, each with why.
+# A function a learner or a lab calls with arguments of its own is not here; nor one without parameters (nothing to
+# vary: the test passes those by itself).
+def _exempt(reason, *names):
+    return dict.fromkeys(names, reason)
+
+
+EXEMPT = {
+    **_exempt("an argument check itself: library code passes it a value and that value's name (tests/test_checks.py)",
+              *(f"utils.checks.{n}" for n in ("number", "tensor", "array", "same_shape", "strings", "sequence", "path",
+                                              "flag", "model", "tokenizer", "function", "reward_scores",
+                                              "function_dict")),
+              "utils.models.policy.fits", "utils.tasks.split_args", "utils.tasks.split_sizes",
+              "utils.eval.traces.rows_of"),
+    **_exempt("a lab's figure: every lab calls it without arguments, and its defaults are the figure",
+              *(f"utils.notebook.figures.{n}" for n in ("rlvr_loop", "verifier_zoo", "control_design",
+                                                        "entropy_collapse", "pass_at_k_curves", "trace_rewards",
+                                                        "dynamic_sampling", "data_parallel"))),
+    **_exempt("train_grpo's own steps, on the policy, batch and config it has checked",
+              *(f"utils.rl.loop.{n}" for n in ("keep_history", "reference_logprobs", "update", "step_record")),
+              "utils.rl.rollout.scores", "utils.rl.rollout.dynamic_batch", "utils.eval.metrics.heldout_keys"),
+    **_exempt("train_with_trl's own steps, on the arguments it has checked",
+              "utils.rl.trl_trainer.warn_if_too_big", "utils.rl.trl_trainer.positions_from_mask"),
+    **_exempt("the sampler's and the loss's tensor plumbing, on tensors the library built",
+              *(f"utils.models.policy.{n}" for n in ("position_ids_from_mask", "select_rows", "concat_rollouts",
+                                                     "encode_prompts", "masked_mean")),
+              "utils.models.decode.supports", "utils.models.decode.completion_logits"),
+    **_exempt("estimate_memory's and step_flops' arithmetic, on the dimensions they read from a checked model",
+              "utils.models.memory.count_params", "utils.models.memory.lora_params"),
+    **_exempt("benchmarks/lab08_memory.py's: each call builds a 135M-parameter model (seconds, half a GB)",
+              "utils.models.memory.build_from_config"),
+    **_exempt("the command line's steps (python -m utils.rl.launch), on the dict parse() checked",
+              *(f"utils.rl.launch.{n}" for n in ("config", "launch_command", "use_invariant_sampling", "train",
+                                                 "main"))),
+    **_exempt("pre-training a base model (minutes): python -m utils.runs.build_base_model and the benchmarks",
+              "utils.runs.build_base_model.build", "utils.runs.build_base_model.make_model",
+              "utils.models.policy.char_tokenizer", "utils.tasks.arithmetic.pretrain_problem",
+              "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace"),
+    **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
+              "utils.tasks.scratchpad.make_problem"),
+    **_exempt("the command line that writes the shipped splits or database (python -m utils.tasks.<task>, "
+              "python -m utils.verifiers.sql), and load_split's file name for a split it has checked",
+              "utils.tasks.arithmetic.write_splits", "utils.tasks.scratchpad.write_splits",
+              "utils.tasks.arithmetic.split_path", "utils.tasks.scratchpad.split_path",
+              "utils.verifiers.sql.build_database"),
+    **_exempt("the sandbox's plumbing, on the configs available_walls built and the timeout run_sandboxed clamped",
+              *(f"utils.verifiers.isolation.{n}" for n in ("bwrap_args", "readable_by", "launch", "dead")),
+              "utils.verifiers.code.cpu_limit"),
+    **_exempt("runs inside the SQL worker process, on the requests sql.py built",
+              *(f"utils.verifiers.sql_worker.{n}" for n in ("reads_only", "set_limits", "run", "json_size",
+                                                            "compile_only", "encode"))),
+    **_exempt("benchmarks/verifiers.py's, as root: the whole attack suite as another user (minutes)",
+              "utils.verifiers.attacks.run_as_user"),
+    **_exempt("the exercise checks' decorator, applied when their module is imported",
+              "utils.notebook.exercises.common.learner_check"),
+}
+
+
+def public_functions():
+    """{module.name: function} for every public function of every utils/ module (classes are left out: their
+    methods are tried through the functions that take them, GRPOConfig field by field)."""
+    out = {}
+    for info in pkgutil.walk_packages(utils.__path__, "utils."):
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                out[f"{module.__name__}.{name}"] = obj
+    return out
+
+
+def _key(fn):
+    fn = inspect.unwrap(fn)
+    return f"{fn.__module__}.{fn.__name__}"
+
+
+def test_every_public_function_is_covered():
+    """Every public function is tried by a property (CASES, FEW, JUDGES, the exercise checks here; CASES and
+    train_with_trl's in test_properties_models.py), takes no arguments, or is in EXEMPT with its reason."""
+    from tests import test_properties_models as with_model
+
+    tried = [fn for fn, *_ in [*CASES.values(), *FEW.values(), *JUDGES.values(), *with_model.CASES.values(),
+                               *with_model.FEW_CASES.values()]]
+    covered = {_key(fn) for fn in tried + [getattr(exercises, c) for c in CHECKS] + [with_model._trl]}
+    public = public_functions()
+    takes_none = {n for n, fn in public.items() if not inspect.signature(fn).parameters}
+    missing = sorted(set(public) - covered - takes_none - set(EXEMPT))
+    assert not missing, f"{len(missing)} public function(s) no property tries: add a case, or an EXEMPT reason: " \
+                        f"{missing}"
+    stale = sorted(n for n in EXEMPT if n not in public or n in covered or n in takes_none)
+    assert not stale, f"EXEMPT names functions that are gone, take no arguments or are now tried by a property: " \
+                      f"{stale}"

@@ -10,13 +10,17 @@ TypeError whose message names the argument (for a config, GRPOConfig or the fiel
 
 The same property covers the random-reward control's hit_rate, Lab 06's trace measures (trace_metrics, min_cap,
 max_cap, check_cap: a bad `rows` split too) and TRL's path: to_trl_config, and train_with_trl (one step of eight
-completions, a few draws per argument, since TRL builds a trainer on each call).
+completions, a few draws per argument, since TRL builds a trainer on each call). FEW_CASES, a few draws per
+argument too: load_policy (offline), the widgets that sample (answer_table, compare_models) and the recipes that
+train (Lab 03's run_condition, Lab 06's train_on_traces, Lab 08's run_break: one step each).
 
 The shipped model (4 layers, 128 wide) is loaded once; each call samples a few tokens of one or two prompts
 and train_grpo trains one step of four completions, so the file runs in well under a minute on two cores.
 """
 import copy
+import functools
 import math
+import os
 import re
 
 import numpy as np
@@ -29,12 +33,17 @@ from tests.test_properties import BAD, NAMED, call_or_named
 from utils.eval import control, metrics
 from utils.eval import traces as trace_eval
 from utils.models import policy as pol
+from utils.notebook import widgets
+from utils.rl import breaks
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
 from utils.rl.trl_trainer import to_trl_config, train_with_trl
+from utils.runs.control import run_condition
+from utils.runs.traces import train_on_traces
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
+from utils.verifiers.traces import outcome_reward
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +153,7 @@ def _logprobs_ok(out, kw):
         torch.isfinite(ent).all() and (logp <= 0).all()
 
 
+@functools.wraps(metrics.sample_in_batches)
 def _in_batches(model, tokenizer, **kw):
     return list(metrics.sample_in_batches(model, tokenizer, **kw))
 
@@ -153,6 +163,7 @@ def _batches_ok(out, kw):
         all(isinstance(i, int) for i, _ in out)
 
 
+@functools.wraps(train_grpo)
 def _train(policy, tokenizer, **kw):
     """train_grpo on a copy of the model (it trains in place)."""
     return train_grpo(copy.deepcopy(policy) if isinstance(policy, torch.nn.Module) else policy, tokenizer, **kw)
@@ -222,6 +233,58 @@ CASES = {
                                               use_cpu=True, bf16=False),
                           lambda r, kw: type(r).__name__ == "GRPOConfig" and r.num_generations == kw["cfg"].group_size),
 }
+
+
+@functools.wraps(pol.load_policy)
+def _load_policy(name, device):
+    """Offline: a name that is not here is not looked for on the hub (its arguments are still checked)."""
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        return pol.load_policy(name, device)
+    finally:
+        os.environ.pop("HF_HUB_OFFLINE") if old is None else os.environ.update(HF_HUB_OFFLINE=old)
+
+
+@functools.wraps(breaks.run_break)
+def _break(**kw):
+    history = breaks.run_break(**kw)
+    return history
+
+
+def _history_ok(out, kw):
+    return isinstance(out, list) and len(out) == kw["cfg"].steps and all(_finite(h["reward_mean"]) for h in out)
+
+
+# the recipes, the widgets that sample and loading a model: a few draws per argument (FEW_CASES, below)
+FEW_CASES = {
+    "policy.load_policy": (_load_policy, dict(name="rlvr-base", device="cpu"),
+                           lambda r, kw: isinstance(r[0], torch.nn.Module) and callable(r[1])),
+    "widgets.answer_table": (widgets.answer_table, dict(models="MODELS", tokenizer="TOK", text="37+29", k=2,
+                                                        temperature=1.0, seed=0),
+                             lambda r, kw: r[0].endswith("=") and all(len(v[0]) == kw["k"] for v in r[2].values())),
+    "widgets.compare_models": (widgets.compare_models, dict(models="MODELS", tokenizer="TOK", default="37+29", k=2),
+                               lambda r, kw: r is not None),
+    "breaks.run_break": (_break, dict(name="healthy", base="MODEL", tok="TOK", train="DS",
+                                      cfg=_cfg(batch_size=8, group_size=4), progress=False), _history_ok),
+    "control.run_condition": (run_condition, dict(base="MODEL", tokenizer="TOK", make_reward=lambda seed: strict_reward,
+                                                  cfg=_cfg(), seeds=[0], train=(PROMPTS, ANSWERS),
+                                                  heldout=(PROMPTS, ANSWERS), progress=False),
+                              lambda r, kw: len(r) == len(kw["seeds"]) and _history_ok(r[0]["history"], kw)),
+    "traces.train_on_traces": (train_on_traces, dict(base="MODEL", tokenizer="TOK", reward_fn=outcome_reward,
+                                                     cfg=_cfg(max_new_tokens=24), train=ROWS, test=ROWS, eval_k=1,
+                                                     progress=False, pools=None),
+                               lambda r, kw: _history_ok(r["history"], kw) and _trace_ok(r["final"], kw)),
+}
+EXTRA.update({
+    "name": ["nope", "rlvr-trace", "/nowhere"], "device": ["gpu", "cuda:9", 0], "models": ["MODELS", {}, "MODEL"],
+    "text": ["", "37*29", "1+1"], "default": ["", "nope"], "base": ["TOK"], "tok": ["MODEL"],
+    "make_reward": [lambda seed: None, lambda seed: "x", strict_reward, None],
+    "seeds": [[], [0, 0], [-1], "0", 0, (1,)], "train": [(PROMPTS,), (PROMPTS, ANSWERS[:1]), "DS", ROWS],
+    "heldout": [(PROMPTS,), ([], []), (PROMPTS, ANSWERS[:1])], "test": [dict(ROWS, prompt=[]), [ROWS]],
+    "eval_k": [0, -1, 2.5], "pools": [[np.arange(2)], "x", [[5]]],
+})
+
 # loss_fn and advantage_fn keep their defaults in the good call
 ARGS = [(case, name) for case in sorted(CASES) for name in sorted(CASES[case][1])] + \
     [("loop.train_grpo", "loss_fn"), ("loop.train_grpo", "advantage_fn")]
@@ -232,7 +295,8 @@ def _resolve(value, model, ro):
     if not isinstance(value, str):
         return value
     policy, tok = model
-    return {"MODEL": policy, "TOK": tok, "prompt_ids": ro.prompt_ids, "prompt_mask": ro.prompt_mask,
+    return {"MODEL": policy, "TOK": tok, "MODELS": {"base": policy}, "prompt_ids": ro.prompt_ids,
+            "prompt_mask": ro.prompt_mask,
             "completion_ids": ro.completion_ids, "completion_mask": ro.completion_mask,
             "IDS1D": ro.completion_ids[0], "IDS_FLOAT": ro.completion_ids.float() + 0.5,
             "IDS_OOV": ro.completion_ids + 1000, "IDS_SHORT": ro.completion_ids[:1]}.get(value, value)
@@ -284,6 +348,7 @@ def datasets():
             "DS_LONG": Dataset.from_dict({"prompt": [LONG] * 8, "answer": ["2"] * 8})}
 
 
+@functools.wraps(train_with_trl)
 def _trl(policy, tokenizer, **kw):
     """train_with_trl on a copy of the model (it trains in place)."""
     return train_with_trl(copy.deepcopy(policy) if isinstance(policy, torch.nn.Module) else policy, tokenizer, **kw)
@@ -312,3 +377,26 @@ def test_train_with_trl_good_call_is_good(model, datasets):
     kwargs = {k: _resolve(datasets.get(v, v) if isinstance(v, str) else v, model, _rollout(model))
               for k, v in TRL_GOOD.items()}
     assert _trl_ok(_trl(**kwargs), kwargs)
+
+
+@pytest.mark.parametrize("case, name", [(c, n) for c in sorted(FEW_CASES) for n in sorted(FEW_CASES[c][1])])
+@settings(max_examples=3, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bad_arguments_fail_by_name_few_draws(model, datasets, case, name, data):
+    """The same property for the recipes (a run each call), the widgets that sample and load_policy."""
+    fn, good, check = FEW_CASES[case]
+    ro = _rollout(model)
+    bad = data.draw(st.one_of(BAD, st.sampled_from(EXTRA.get(name, [None]))), label="value")
+    kwargs = {k: datasets.get(v, v) if isinstance(v, str) else v for k, v in dict(good, **{name: bad}).items()}
+    kwargs = {k: _resolve(v, model, ro) for k, v in kwargs.items()}
+    shown = f"{case}({name}={bad!r})"
+    out = call_or_named(shown, fn, kwargs, name, _names_it)
+    assert out is NAMED or check(out, kwargs), f"{shown} returned {out!r} without complaint"
+
+
+@pytest.mark.parametrize("case", sorted(FEW_CASES))
+def test_the_good_call_is_good_few_draws(model, datasets, case):
+    fn, good, check = FEW_CASES[case]
+    kwargs = {k: _resolve(datasets.get(v, v) if isinstance(v, str) else v, model, _rollout(model))
+              for k, v in good.items()}
+    assert check(fn(**kwargs), kwargs)
