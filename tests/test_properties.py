@@ -52,7 +52,7 @@ from utils.rl import breaks, grpo, launch, rollout, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, scratchpad
 from utils.verifiers import arithmetic as verifiers
-from utils.verifiers import attacks, code, isolation, signature, spurious, sql
+from utils.verifiers import attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import chat as chat_verifier
 from utils.verifiers import traces as trace_verifiers
 
@@ -94,6 +94,18 @@ CASES = {
     "tasks.make_splits": (tasks.make_splits, dict(seed=0, sizes={"train": 10, "test": 5}), None),
     "curation.sweet_spot": (curation.sweet_spot, dict(rates=[0.1, 0.5, 0.9], lo=0.3, hi=0.7), None),
     "curation.random_subset": (curation.random_subset, dict(n_total=10, size=3, seed=0), lambda r: len(r) == 3),
+    "curation.mix_matched_subset": (curation.mix_matched_subset, dict(digits=[2, 2, 3, 3], chosen=[0, 2], seed=0),
+                                    lambda r: isinstance(r, np.ndarray) and r.ndim == 1),
+    "curation.shuffled": (curation.shuffled, dict(pools=[[0], [1, 2]], seed=0), lambda r: isinstance(r, list)),
+    "grpo.process_advantages": (grpo.process_advantages, dict(step_rewards=torch.tensor([[0.0, 1], [0, 0]]),
+                                                              step_mask=torch.tensor([[0, 1], [0, 1]]).bool(),
+                                                              group_size=2, scale_std=True, eps=1e-4),
+                                lambda r: r.shape == (2, 2) and torch.isfinite(r).all()),
+    "scratchpad.fresh_problems": (scratchpad.fresh_problems, dict(n=3, digits=2, seed=0, exclude=["12+34:"]),
+                                  lambda r: len(r) == 3),
+    "seccomp.instructions": (seccomp.instructions, dict(arch="x86_64"), lambda r: isinstance(r, list) and r),
+    "seccomp.program": (seccomp.program, dict(arch="aarch64"), lambda r: isinstance(r, bytes) and r),
+    "seccomp.refused": (seccomp.refused, dict(arch="x86_64"), lambda r: isinstance(r, dict) and r),
     "curation.curriculum": (curation.curriculum, dict(schedule=[(2, [1]), (4, [1, 2])], steps=4),
                             lambda r: len(r) == 4),
     "scaling.fit_sigmoid": (scaling.fit_sigmoid, dict(C=[1.0, 2, 4, 8, 16, 32], R=[0.1, 0.2, 0.35, 0.5, 0.6, 0.62],
@@ -389,6 +401,8 @@ CASES.update({
                          lambda r: isinstance(r, tuple) and len(r) == 2),
     "sql.load_sql_suite": (sql.load_sql_suite, dict(path=sql.SUITE_PATH), lambda r: len(r) > 0),
     "traces.parse": (trace_verifiers.parse, dict(text=TRACE), lambda r: r is None or isinstance(r, dict)),
+    "traces.step_verdicts": (trace_verifiers.step_verdicts, dict(text=TRACE, a=478, b=356),
+                             lambda r: isinstance(r, list) and all(isinstance(ok, bool) for _, ok in r)),
     "traces.judge": (trace_verifiers.judge, dict(text=TRACE, a=478, b=356, answer=None),
                      lambda r: isinstance(r, dict) and isinstance(r["outcome"], bool)),
     "traces.shaped_reward": (trace_verifiers.shaped_reward, dict(outcome=1.0, process=0.2, format=0.1,
@@ -545,6 +559,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
                                                                                    **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "traces.valid_steps_reward": (trace_verifiers.valid_steps_reward, dict(completions=[TRACE], **ROWS_COLUMNS),
+                                  "scores"),
     "sql.sql_syntax_reward": (sql.sql_syntax_reward, dict(completions=["SELECT 1"], timeout_s=2.0), "scores"),
     "sql.sql_execution_reward": (sql.sql_execution_reward, dict(completions=["SELECT 1"], reference_sql=["SELECT 1"],
                                                                 db_path=sql.DB_PATH, timeout_s=2.0), "scores"),
@@ -693,6 +709,8 @@ EXEMPT = {
               *(f"utils.notebook.figures.{n}" for n in ("rlvr_loop", "verifier_zoo", "control_design",
                                                         "entropy_collapse", "pass_at_k_curves", "trace_rewards",
                                                         "dynamic_sampling", "data_parallel"))),
+    **_exempt("StepRollout's own placing of verdicts on the batch it sampled, with the columns it built (its checks of "
+              "steps_fn's answers: tests/test_rollout.py)", "utils.rl.rollout.token_verdicts"),
     **_exempt("train_grpo's own steps, on the policy, batch and config it has checked",
               *(f"utils.rl.loop.{n}" for n in ("keep_history", "reference_logprobs", "update", "step_record")),
               "utils.rl.rollout.scores", "utils.rl.rollout.dynamic_batch", "utils.eval.metrics.heldout_keys"),

@@ -49,11 +49,11 @@ def mix_matched_subset(digits, chosen, seed=0):
     control for a curated set that also shifts the difficulty mix. digits [P] (one level per prompt). Sorted
     indices, drawn with a seeded generator from all the prompts of each level. E.g. digits [2, 2, 3, 3, 3],
     chosen [0, 2] -> one 2-digit and one 3-digit prompt."""
-    digits = np.asarray(digits)
+    digits = checks.array("mix_matched_subset", "digits", digits, dims=1)
     chosen = checks.array("mix_matched_subset", "chosen", chosen, dims=1)
     if chosen.size == 0 or (chosen < 0).any() or (chosen >= len(digits)).any() or (chosen % 1).any():
-        raise ValueError(f"mix_matched_subset: chosen must hold indices into the {len(digits)} prompts, got "
-                         f"{checks._short(chosen.tolist())}")
+        raise ValueError(f"mix_matched_subset: chosen must hold indices into the {len(digits)} prompts of digits, "
+                         f"got {checks._short(chosen.tolist())}")
     seed = checks.number("mix_matched_subset", "seed", seed, lo=0, integer=True)
     rng, out = np.random.default_rng(seed), []
     levels, counts = np.unique(digits[chosen.astype(int)], return_counts=True)
@@ -67,6 +67,11 @@ def shuffled(pools, seed=0):
     (the control for easy-to-hard). pools: level_pools' list."""
     if isinstance(pools, (str, bytes, dict)) or not isinstance(pools, (list, tuple)) or not pools:
         raise ValueError(f"shuffled: pools={checks._short(pools)}; give level_pools' list of index arrays")
+    for i, p in enumerate(pools):
+        a = np.asarray(p) if isinstance(p, (list, tuple, np.ndarray)) else None
+        if a is None or a.ndim != 1 or a.size == 0 or a.dtype.kind not in "iu":
+            raise ValueError(f"shuffled: pools[{i}] is {checks._short(p)}; each pool is a non-empty array of prompt "
+                             f"indices (level_pools' output)")
     seed = checks.number("shuffled", "seed", seed, lo=0, integer=True)
     order = np.random.default_rng(seed).permutation(len(pools))
     return [pools[i] for i in order]

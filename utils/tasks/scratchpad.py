@@ -103,8 +103,8 @@ def answer_from_steps(steps):
 
 def make_problem(rng, digits):
     """One problem whose longer operand has `digits` digits: {prompt, answer, a, b, digits, trace}."""
-    if not isinstance(digits, int) or digits < 1:
-        raise ValueError(f"digits must be an int >= 1, got {digits!r}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 30:
+        raise ValueError(f"digits must be an int from 1 to 30, got {digits!r}")
     lo = 10 ** (digits - 1) if digits > 1 else 0
     a = rng.randint(lo, 10 ** digits - 1)
     b = rng.randint(0 if digits == 1 else 10 ** (rng.randint(1, digits) - 1), 10 ** digits - 1)
@@ -117,11 +117,23 @@ def make_problem(rng, digits):
 def fresh_problems(n, digits, seed, exclude=()):
     """n problems at level `digits` (make_problem's dicts), distinct, none of whose prompts is in `exclude` (e.g.
     a split's prompts), drawn with random.Random(seed): training problems beyond the shipped splits."""
-    n = int(n) if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
-    if n is None:
-        raise ValueError("fresh_problems: n must be an int >= 1")
-    rng, seen, rows = random.Random(seed), set(exclude), []
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+        raise ValueError(f"fresh_problems: n must be an int from 1 to 1000000, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"fresh_problems: seed must be an int >= 0, got {seed!r}")
+    if isinstance(exclude, (str, bytes)) or not hasattr(exclude, "__iter__"):
+        raise ValueError(f"fresh_problems: exclude must be a collection of prompts, got {exclude!r:.60}")
+    try:
+        seen = {p for p in exclude if isinstance(p, str)}
+    except TypeError:
+        raise ValueError(f"fresh_problems: exclude must be a collection of prompts (strings), got {exclude!r:.60}") \
+            from None
+    rng, rows, tries = random.Random(seed), [], 0
     while len(rows) < n:
+        tries += 1
+        if tries > 100 * n + 10_000:
+            raise ValueError(f"fresh_problems: could not find {n} new {digits}-digit problems (there are not that "
+                             f"many outside exclude): ask for fewer")
         p = make_problem(rng, digits)
         if p["prompt"] not in seen:
             seen.add(p["prompt"])

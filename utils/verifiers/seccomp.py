@@ -118,7 +118,7 @@ def describe():
 
 def _arch(arch):
     arch = architecture() if arch is None else arch
-    if arch not in REFUSED:
+    if not isinstance(arch, str) or arch not in REFUSED:
         raise ValueError(f"seccomp: no syscall numbers for architecture {arch!r}; it has {list(ARCHITECTURES)}")
     return arch
 
