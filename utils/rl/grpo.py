@@ -228,15 +228,13 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
                level "sequence", a token counts as clipped when its sequence's ratio is)
     kl         mean k3 KL to the reference per token"""
     logp, old_logp, ref_logp = _logps("loss_stats", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
-    if not isinstance(adv, torch.Tensor) or adv.shape != logp.shape[:1] or not torch.isfinite(adv).all():
-        raise ValueError(f"loss_stats: adv must be a [N] tensor of finite advantages, one per row of logp, got "
-                         f"{_what(adv)}")
+    a = _advantages("loss_stats", adv, logp)                           # [N, 1] or [N, T]
     mask = _mask("loss_stats", mask, logp)
     eps_low, eps_high = (checks.number("loss_stats", n, v, lo=0) for n, v in (("eps_low", eps_low),
                                                                               ("eps_high", eps_high)))
     m = mask.to(logp.dtype)
     n = m.sum().clamp(min=1)
-    ratio, a = torch.exp(log_ratio(logp, old_logp, mask, level)), _advantages("loss_stats", adv, logp)
+    ratio = torch.exp(log_ratio(logp, old_logp, mask, level))
     clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
     return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 
