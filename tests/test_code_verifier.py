@@ -235,14 +235,20 @@ def test_trl_signature(clean):
 
 
 def test_fast():
-    # a reward function runs on every completion of every step: python start-up dominates
+    """A reward function runs on every completion of every step: a verdict costs about one Python start-up (the
+    sandbox's own), under 0.1 s on a quiet 2-core machine. On a busy one (CI installs beside the suite) both grow
+    together, so the bound is the larger of 0.1 s and 8 bare Python start-ups timed alongside (a verdict took 3-5 of
+    them under load, 2026-11-26)."""
     code_reward([CORRECT], ADD_TESTS)
-    times = []
+    times, startup = [], []
     for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
+        startup.append(time.perf_counter() - t)
         t = time.perf_counter()
         assert code_reward([CORRECT], ADD_TESTS) == [1.0]
         times.append(time.perf_counter() - t)
-    assert statistics.median(times) < 0.1, times
+    assert statistics.median(times) < max(0.1, 8 * statistics.median(startup)), (times, startup)
 
 
 code_like = st.lists(st.sampled_from(["def solve(a, b):", "\n", "    ", "return", " a", " + ", "b", "(", ")",
