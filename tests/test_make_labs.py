@@ -135,3 +135,14 @@ def test_no_stale_widget_state(ml):
     carry = [p for d in ("labs", "solutions") for p in sorted(glob.glob(os.path.join(ROOT, d, "*.ipynb")))
              if "widgets" in nbformat.read(p, as_version=4).metadata]
     assert not carry, f"notebooks with stored widget state (run python tools/make_labs.py): {carry}"
+
+
+def test_every_checked_cell_has_its_output():
+    """nbval compares a `# NBVAL_CHECK_OUTPUT` cell only when it has stored outputs: one stored empty is never
+    compared under nbval, and the browser pass (which compares every one) fails on it. Each carries what it
+    printed (`python tools/make_labs.py --execute NN` stores it)."""
+    empty = [f"{os.path.basename(p)} cell {c.get('id')}"
+             for d in ("labs", "solutions") for p in sorted(glob.glob(os.path.join(ROOT, d, "*.ipynb")))
+             for c in nbformat.read(p, as_version=4).cells
+             if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT") and not c.outputs]
+    assert not empty, f"checked cells stored without their output: {empty}"
