@@ -16,8 +16,10 @@ this 2-core machine that finished the eight labs in 17.0 min against 17.4 min on
 count: Lab 07's extrapolation check failed at 1 thread). The unit tests, which mostly wait (on sandboxes,
 subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), go first, a file at a time on each worker, at 1
 torch thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
-branch, then the labs in the browser, whose kernel is Colab's: the browser's runs and samples come from
-the Colab pass through the run cache.
+branch, then the labs in the browser, whose kernel is Colab's. In CI's environment (requirements-lock.txt:
+Colab's Python and Colab's versions of torch, numpy and transformers) the runs key alike in all three, so
+the solutions here train and the other two passes load; in another environment the Colab pass trains again
+(its versions differ, and the run cache says so by keying on them) and the browser loads from it.
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
 more than once in the session (a lab in the browser test, the same lab's solution down the Colab
@@ -31,6 +33,7 @@ that start notebooks in other processes) before it calls pytest_configure, and x
 the environment of the process that starts them.
 """
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -73,7 +76,7 @@ def pytest_addoption(parser):
     group.addoption("--colab", action="store_true",
                     help="also run every solution down the Colab branch in the Colab stand-in (tests/test_colab.py)")
     group.addoption("--skip-solutions", action="store_true",
-                    help="leave out the solutions under nbval here (CI, until the labs fit its budget twice)")
+                    help="leave out the solutions under nbval here (the two passes alone, e.g. after a change to them)")
 
 
 def pytest_configure(config):
@@ -131,6 +134,7 @@ def pytest_collection_modifyitems(session, config, items):
 # ---------------------------------------------------------------- the time table at the end of a run
 
 _TIMES = defaultdict(float)  # (lab or "", pass) -> seconds
+_SPANS = []  # (start, stop, lab, pass) of each report of a test that executes notebooks
 _COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browser"}
 
 
@@ -140,6 +144,40 @@ def pytest_runtest_logreport(report):
     name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
     _TIMES[(name if kind != "unit" else "", kind)] += report.duration
+    if kind != "unit" and getattr(report, "start", None):
+        _SPANS.append((report.start, report.stop, name, kind))
+
+
+def _ledger_table(w):
+    """What each lab's runs did in each pass (the run cache's ledger): computed, and for how long, or loaded.
+    A run computed again in a later pass is one whose key differed (another environment, another function)."""
+    d = os.environ.get(ENV, "")
+    if d.lower() in ("", "0", "off") or not _SPANS:
+        return
+    cells, why = defaultdict(lambda: [0, 0.0, 0]), defaultdict(int)  # (lab, pass) -> [computed, s, loaded]
+    spans = sorted(_SPANS)
+    ledger = Path(d) / "ledger.jsonl"  # run_cache.LEDGER
+    rows = [json.loads(ln) for ln in ledger.read_text().splitlines() if ln.strip()] if ledger.exists() else []
+    for row in rows:
+        span = next((sp for sp in spans if sp[0] <= row["t"] <= sp[1]), None)
+        if span is None:
+            continue
+        c = cells[(span[2], span[3])]
+        if row["outcome"] == "hit":
+            c[2] += 1
+        else:
+            c[0], c[1] = c[0] + 1, c[1] + row["seconds"]
+            if row["outcome"] == "uncached":
+                why[(span[2], span[3], row["why"])] += 1
+    if not cells:
+        return
+    w.section("rlvr-labs: runs and samplings computed (seconds) / loaded, per lab and pass (tests/run_cache.py)")
+    w.line(f"{'':40s}" + "".join(f"{c:>20s}" for c in _COLUMNS.values()))
+    for lab in sorted({lab for lab, _ in cells}):
+        w.line(f"{lab[:40]:40s}" + "".join(
+            f"{'%d (%.0f s) / %d' % tuple(cells[(lab, k)]) if (lab, k) in cells else '':>20s}" for k in _COLUMNS))
+    for (lab, kind, reason), n in sorted(why.items()):
+        w.line(f"  not storable: {lab}, {_COLUMNS[kind]}: {n} x {reason}")
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -158,6 +196,7 @@ def pytest_terminal_summary(terminalreporter, config):
                                          for k in _COLUMNS))
     w.line(f"unit tests: {_TIMES.get(('', 'unit'), 0):.1f} s over {_workers(config)} worker(s); wall clock "
            f"{time.time() - getattr(config, '_rlvr_started', time.time()):.1f} s")
+    _ledger_table(w)
 
 
 def pytest_unconfigure(config):

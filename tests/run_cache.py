@@ -31,13 +31,19 @@ A hit restores every side effect the call had: the trained weights (loaded into 
 in), the history (a callback's returned values are part of it; the callback is not called again)
 and the global random-number states after the call. Nothing is kept per step. Anything the key
 cannot fingerprint (an open file, a time limit) makes the call run uncached, never wrongly cached.
+
+Every wrapped call also leaves one line in the session's ledger (ledger.jsonl in the cache folder): whether
+it was loaded, computed and stored, or computed uncached and why, with the seconds it computed for. The
+suite's closing table (conftest.py) reads it, so that what a pass computed again is seen, lab by lab.
 """
 import contextlib
 import hashlib
 import io
+import json
 import os
 import pickle
 import random
+import time
 import types
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -46,10 +52,19 @@ import numpy as np
 import torch
 
 ENV = "RLVR_LABS_CACHE"
+LEDGER = "ledger.jsonl"
+_WHY = {"last": ""}  # why the last key() came back None
 
 
 class Uncacheable(Exception):
     """An argument the key cannot fingerprint: the call runs without the cache."""
+
+
+class NeverCached:
+    """A part of a key that says the call must always run (why: what to say in the ledger)."""
+
+    def __init__(self, why):
+        self.why = why
 
 
 class Probe:
@@ -131,6 +146,8 @@ def _update(h, obj, seen):
         for cls in type(obj).__mro__:  # a class of the notebook's (a rollout of its own) by its methods' code
             if not cls.__module__.startswith(("utils.", "builtins")):
                 _update(h, {k: v for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}, seen)
+    elif isinstance(obj, NeverCached):
+        raise Uncacheable(obj.why)
     elif isinstance(obj, Probe):
         h.update(b"probe;")
         for args in obj.inputs:
@@ -212,7 +229,8 @@ def key(kind, *parts, global_rng=True):
         if global_rng:
             _update(h, (random.getstate(), np.random.get_state()), seen)
         _update(h, parts, seen)
-    except Uncacheable:
+    except Uncacheable as e:
+        _WHY["last"] = str(e)
         return None
     k = Key(h.hexdigest())
     k.generators = list(seen.generators)
@@ -259,6 +277,27 @@ def save(k, value):
     tmp = d / f"{k}.{os.getpid()}.tmp"
     tmp.write_bytes(buf.getvalue())
     tmp.replace(d / f"{k}.pt")  # atomic: a reader never sees half a file
+
+
+def note(kind, outcome, seconds=0.0, why=""):
+    """One line in the session's ledger: a call of `kind` was a "hit" (loaded), a "miss" (computed, then
+    stored) or "uncached" (computed, and `why` it could not be stored), computing for `seconds`."""
+    d = folder()
+    if d is None:
+        return
+    d.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"t": time.time(), "kind": kind, "outcome": outcome, "seconds": round(seconds, 3),
+                       "why": why, "pid": os.getpid()})
+    with open(d / LEDGER, "a") as f:  # one short append: whole lines, whatever process writes beside it
+        f.write(line + "\n")
+
+
+def ledger(d):
+    """The ledger's lines in folder d (a list of dicts; [] when there is none)."""
+    p = Path(d) / LEDGER
+    if not p.exists():
+        return []
+    return [json.loads(ln) for ln in p.read_text().splitlines() if ln.strip()]
 
 
 @contextlib.contextmanager
@@ -329,15 +368,19 @@ def _cached(fn, kind, parts, label, with_trainer):
         a.apply_defaults()
         cfg, policy = a.arguments["cfg"], a.arguments["policy"]
         k = None if cfg.max_seconds else key(kind, *parts(a.arguments))
+        why = "" if k is not None else "a time-limited run (max_seconds)" if cfg.max_seconds else _WHY["last"]
         with computing(k):
             hit = load(k)
             if hit is not None:
                 policy.load_state_dict(hit["state"])
                 policy.eval()
+                note(kind, "hit")
                 print(f"({label}, {cfg.steps} steps: the same run was computed earlier in this test session; "
                       f"loaded from the run cache, {ENV})")
                 return (hit["history"], None) if with_trainer else hit["history"]
+            t0 = time.perf_counter()
             out = fn(*args, **kwargs)
+            note(kind, "miss" if k is not None else "uncached", time.perf_counter() - t0, why)
             save(k, {"state": _weights(policy), "history": out[0] if with_trainer else out})
             return out
     return wrapper
@@ -361,8 +404,8 @@ def train_with_trl_parts(a):
     return (trl.__version__, a["policy"], a["tokenizer"], a["train_dataset"], a["reward_fn"], a["cfg"],
             a["eval_prompts"], a["eval_answers"], a["eval_rewards"], a["eval_sets"], a["correct_fn"], a["use_cpu"],
             a["bf16"],
-            # a LoRA run wraps the policy in place and the lab reads its trainer: run it, never load it
-            None if a["peft_config"] is None else object())
+            None if a["peft_config"] is None else NeverCached(
+                "a LoRA run: it wraps the policy in place and the lab reads its trainer"))
 
 
 def cached_train_with_trl(train_with_trl):
@@ -389,12 +432,21 @@ def cached_sample_in_batches(sample_in_batches):
         k = key("sample_in_batches", *a.arguments.values(), global_rng=False)
         hit = load(k, restore_rng=False)
         if hit is not None:
+            note("sample_in_batches", "hit")
             yield from hit
             return
-        out = []
-        for item in sample_in_batches(*args, **kwargs):
+        out, seconds, it = [], 0.0, iter(sample_in_batches(*args, **kwargs))
+        while True:
+            t0 = time.perf_counter()  # the sampling's own time, not the caller's between batches
+            try:
+                item = next(it)
+            except StopIteration:
+                break
+            finally:
+                seconds += time.perf_counter() - t0
             out.append(item)
             yield item
+        note("sample_in_batches", "miss" if k is not None else "uncached", seconds, "" if k else _WHY["last"])
         save(k, out)
     return wrapper
 

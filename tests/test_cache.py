@@ -3,6 +3,8 @@ must give back exactly what computing would have (weights, history, random state
 it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ from utils.rl.grpo import GRPOConfig, group_advantages, policy_loss
 from utils.rl.loop import train_grpo as uncached_train_grpo
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
+
+ROOT = Path(__file__).resolve().parent.parent
 
 train_grpo = cache.cached_train_grpo(uncached_train_grpo)
 
@@ -212,7 +216,24 @@ def test_time_limited_runs_are_not_cached(on, shipped, train, capsys):
     cfg = GRPOConfig(**{**TINY, "max_seconds": 600})
     for _ in range(2):
         train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False)
-    assert "run cache" not in capsys.readouterr().out and not list(on.iterdir())
+    assert "run cache" not in capsys.readouterr().out and not list(on.glob("*.pt"))
+    want = [("uncached", "a time-limited run (max_seconds)")] * 2
+    assert [(r["outcome"], r["why"]) for r in cache.ledger(on)] == want
+
+
+def test_the_ledger_says_what_each_call_did(on, shipped, train):
+    """The closing table's source: a miss (computed, with its seconds), then a hit; an uncacheable call says why."""
+    model, tok = shipped
+    cfg = GRPOConfig(**TINY)
+    for _ in range(2):
+        train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False)
+    with open(__file__) as f:  # an open file cannot be fingerprinted
+        train_grpo(copy.deepcopy(model), tok, *train, lambda c, a: strict_reward(c, a) if f else 0, cfg, progress=False)
+    rows = cache.ledger(on)
+    assert [(r["kind"], r["outcome"]) for r in rows] == [("train_grpo", "miss"), ("train_grpo", "hit"),
+                                                         ("train_grpo", "uncached")]
+    assert rows[0]["seconds"] > 0 and rows[1]["seconds"] == 0 and "TextIOWrapper" in rows[2]["why"]
+    assert cache.ledger(on / "nowhere") == []
 
 
 @pytest.mark.parametrize("trainer", ["train_grpo", "train_with_trl"])
@@ -315,3 +336,20 @@ def test_sampling_hit_is_what_sampling_gave_and_leaves_random_states_alone(on, s
     assert len(list(on.glob("*.pt"))) == 2                                          # another seed, another entry
     next(cached(model, tok, prompts, k=2, seed=3, batch_size=8))                     # stopped early: nothing stored
     assert len(list(on.glob("*.pt"))) == 2
+    assert [r["outcome"] for r in cache.ledger(on)] == ["miss", "hit", "miss"]      # the early stop: no line
+
+
+def test_the_lock_is_colabs_where_a_run_is_decided():
+    """CI's environment (the lock's) and the Colab stand-in share every run only if they key alike: the same
+    versions of the libraries the key names (run_cache._library_source) and the same Python minor version (a
+    function is keyed by its bytecode). The lock holds Colab's for each; TRL is the lock's in both (the setup
+    cell installs it)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_runtime
+
+    text = (ROOT / "requirements-lock.txt").read_text()
+    lock = dict(ln.split("==") for ln in text.split() if "==" in ln)
+    keyed = ("torch", "numpy", "transformers")
+    assert {k: lock[k] for k in keyed} == {k: colab_runtime.COLAB[k] for k in keyed}
+    made_with = text.split("Made with Python ")[1]
+    assert made_with.startswith(colab_runtime.COLAB_PYTHON + "."), made_with[:20]
