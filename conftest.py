@@ -16,10 +16,8 @@ this 2-core machine that finished the eight labs in 17.0 min against 17.4 min on
 count: Lab 07's extrapolation check failed at 1 thread). The unit tests, which mostly wait (on sandboxes,
 subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), go first, a file at a time on each worker, at 1
 torch thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
-branch, then the labs in the browser, whose kernel is Colab's. In CI's environment (requirements-lock.txt:
-Colab's Python and Colab's versions of torch, numpy and transformers) the runs key alike in all three, so
-the solutions here train and the other two passes load; in another environment the Colab pass trains again
-(its versions differ, and the run cache says so by keying on them) and the browser loads from it.
+branch, then the labs in the browser, whose kernel is Colab's: the browser's runs and samples come from
+the Colab pass through the run cache.
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
 more than once in the session (a lab in the browser test, the same lab's solution down the Colab
@@ -76,7 +74,7 @@ def pytest_addoption(parser):
     group.addoption("--colab", action="store_true",
                     help="also run every solution down the Colab branch in the Colab stand-in (tests/test_colab.py)")
     group.addoption("--skip-solutions", action="store_true",
-                    help="leave out the solutions under nbval here (the two passes alone, e.g. after a change to them)")
+                    help="leave out the solutions under nbval here (CI, until the labs fit its budget twice)")
 
 
 def pytest_configure(config):

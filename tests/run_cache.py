@@ -146,6 +146,8 @@ def _update(h, obj, seen):
         for cls in type(obj).__mro__:  # a class of the notebook's (a rollout of its own) by its methods' code
             if not cls.__module__.startswith(("utils.", "builtins")):
                 _update(h, {k: v for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}, seen)
+    elif isinstance(obj, (torch.no_grad, torch.enable_grad, torch.inference_mode)):  # a decorator's closure
+        h.update(f"grad-mode:{type(obj).__name__}:{getattr(obj, 'mode', '')};".encode())
     elif isinstance(obj, NeverCached):
         raise Uncacheable(obj.why)
     elif isinstance(obj, Probe):

@@ -3,8 +3,6 @@ must give back exactly what computing would have (weights, history, random state
 it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,6 @@ from utils.rl.grpo import GRPOConfig, group_advantages, policy_loss
 from utils.rl.loop import train_grpo as uncached_train_grpo
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
-
-ROOT = Path(__file__).resolve().parent.parent
 
 train_grpo = cache.cached_train_grpo(uncached_train_grpo)
 
@@ -339,17 +335,14 @@ def test_sampling_hit_is_what_sampling_gave_and_leaves_random_states_alone(on, s
     assert [r["outcome"] for r in cache.ledger(on)] == ["miss", "hit", "miss"]      # the early stop: no line
 
 
-def test_the_lock_is_colabs_where_a_run_is_decided():
-    """CI's environment (the lock's) and the Colab stand-in share every run only if they key alike: the same
-    versions of the libraries the key names (run_cache._library_source) and the same Python minor version (a
-    function is keyed by its bytecode). The lock holds Colab's for each; TRL is the lock's in both (the setup
-    cell installs it)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import colab_runtime
-
-    text = (ROOT / "requirements-lock.txt").read_text()
-    lock = dict(ln.split("==") for ln in text.split() if "==" in ln)
-    keyed = ("torch", "numpy", "transformers")
-    assert {k: lock[k] for k in keyed} == {k: colab_runtime.COLAB[k] for k in keyed}
-    made_with = text.split("Made with Python ")[1]
-    assert made_with.startswith(colab_runtime.COLAB_PYTHON + "."), made_with[:20]
+def test_a_function_decorated_with_a_grad_mode_is_keyed(on):
+    """Lab 04 hands over a callback that calls a @torch.no_grad() function: keyed by the decorator's kind (its
+    closure holds the context manager), not refused as unfingerprintable, and told apart from another kind."""
+    def make(mode):
+        @mode
+        def f(x):
+            return x + 1
+        return lambda: f(1)
+    keys = [cache.key("t", make(m)) for m in (torch.no_grad(), torch.no_grad(), torch.enable_grad(),
+                                              torch.inference_mode(), torch.inference_mode(False))]
+    assert None not in keys and keys[0] == keys[1] and len(set(keys)) == 4

@@ -5,7 +5,6 @@ the course touches (the table below), and not TRL, which the setup cell has to i
     python tools/colab_runtime.py [FOLDER]     # default build/colab-runtime; prints the venv's python
     python tools/colab_runtime.py --spec       # print the Python and the pins it would install, and exit
     python tools/colab_runtime.py --browser    # also the browser pass's kernel (browser_kernel below)
-    python tools/colab_runtime.py --base-python  # the Python it is built with (CI's own environment's too)
 
 Used by tests/test_colab.py (which builds it when missing) and by .ci/run (which builds it while
 installing, so that the tests' time is the tests').
@@ -211,12 +210,6 @@ if __name__ == "__main__":
         py, note = base_python()
         print(f"Colab ({COLAB_SOURCE}): Python {COLAB_PYTHON}; here {py}" + (f" ({note})" if note else ""))
         print("\n".join(spec()))
-        sys.exit(0)
-    if sys.argv[1:] == ["--base-python"]:  # .ci/run builds CI's own environment with it (the lock's Python)
-        py, note = base_python()
-        if note:
-            print(note, file=sys.stderr)
-        print(py)
         sys.exit(0)
     if sys.argv[1:] == ["--browser"]:
         print(build(quiet=False))

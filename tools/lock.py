@@ -7,9 +7,6 @@ requirements.txt and requirements-dev.txt pull in (their whole dependency closur
 CI installs through the lock (`pip install -c requirements-lock.txt -r requirements.txt ...`), so a
 green CI stays green until someone moves the lock on purpose: upgrade what you want in a fresh
 environment, run the suite, then run this script and commit the lock with the suite's result.
-The lock holds Colab's Python and Colab's versions of torch, numpy and transformers (tests/test_colab.py
-checks), so that a run the solutions train in CI's environment is the same computation down the Colab
-branch and in the browser, which load it from the run cache instead of training it again.
 requirements.txt keeps the ranges that learners and Colab install. `.ci/drift` runs the unit tests
 and Labs 04 and 05 at the ranges' newest versions, so drift shows up by name before a lock move.
 """
@@ -61,9 +58,7 @@ def closure(names):
 def render():
     pins = closure(top_level())
     head = ["# Exact versions CI installs (tools/lock.py writes this file; edit requirements.txt for ranges).",
-            f"# Made with Python {sys.version.split()[0]}, Colab's (tools/colab_runtime.py), and Colab's versions of",
-            "# what a run's numbers depend on (torch, numpy, transformers); .ci/run builds its environment from it.",
-            "# torch is the registry's build (CUDA libraries included; it runs on the CPU), as in the Colab stand-in."]
+            f"# Made with Python {sys.version.split()[0]}. torch is the CPU build (install it first)."]
     return "\n".join(head + [f"{n}=={v.split('+')[0]}" for n, v in sorted(pins.items())]) + "\n"
 
 
