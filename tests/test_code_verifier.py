@@ -70,6 +70,22 @@ def _sandbox_pids():
     return pids
 
 
+def _alive_in_groups(groups, wait_s=2.0):
+    """Live (not zombie) processes in the process groups `groups`, after up to wait_s for killed ones to go."""
+    deadline = time.time() + wait_s
+    while True:
+        alive = []
+        for p in psutil.process_iter(["status"]):
+            try:
+                if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) in groups:
+                    alive.append(p.pid)
+            except (psutil.Error, OSError):
+                pass
+        if not alive or time.time() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
 def _scratch_dirs():
     return set(glob.glob(os.path.join(tempfile.gettempdir(), SCRATCH_PREFIX + "*")))
 
@@ -287,8 +303,13 @@ def test_weaker_walls_are_weaker():
     if "process" not in walls:
         pytest.skip(f"walls here: {list(walls)}")
     answers = os.path.join(DATA_DIR, "code", "adversarial.jsonl")  # readable, unless the repo is in a private home
-    out = {r["id"].split("/")[1] for r in run_attacks(wall="process") if r["escaped"]}
+    rows = run_attacks(wall="process")
+    out = {r["id"].split("/")[1] for r in rows if r["escaped"]}
     assert {"hook_cell_write", "posixsubprocess_builtin", "mkfifo"} <= out, out
+    # the shells it started each lead a session of their own (setsid): killed with their group, their `sleep` too
+    shells = {int(e.split()[1]) for r in rows if r["id"] == "attack/posixsubprocess_builtin" for e in r["evidence"]
+              if e.startswith("process ")}
+    assert shells and _alive_in_groups(shells) == [], shells
     assert ("answers_after_hook_down" in out) == readable_behind(walls["process"], answers), out
     if "namespaces" in walls:
         out = {r["id"].split("/")[1] for r in run_attacks(wall="namespaces", audit_hook=False) if r["escaped"]}

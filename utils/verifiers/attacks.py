@@ -7,6 +7,7 @@ way out. Whether they got out is never taken from the candidate's word; it is re
   a file           anything that appears in EVIDENCE_DIR (a world-writable folder on the host, which
                    the isolated wall does not show), an extended attribute on it, a name in /dev/shm
   a process        a live process whose command line carries ESCAPE_MARKER, after the call returned
+                   (killed, with its process group)
   shared memory    a System V shared memory segment made during the call (a wall without its own IPC
                    namespace leaves them in the host's, where they outlive the candidate): removed
   a message        anything received by the listeners on a Unix socket in EVIDENCE_DIR and on an
@@ -111,10 +112,7 @@ class Evidence:
         found += [f"message {m!r}" for m in self.messages]
         for pid in _marked_processes():
             found.append(f"process {pid}")
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            _kill_with_group(pid)
         for seg in sorted(_sysv_segments() - self.segments):
             found.append(f"System V shared memory segment {seg} left on the host")
             subprocess.run(["ipcrm", "-m", str(seg)], capture_output=True, check=False)
@@ -153,6 +151,22 @@ def _sysv_segments():
             return {int(line.split()[1]) for line in f.readlines()[1:] if line.strip()}
     except OSError:
         return set()
+
+
+def _kill_with_group(pid):
+    """SIGKILL a process that got out, and its process group: what it started there goes too (a shell's `sleep`,
+    which carries no marker and would otherwise live on, counted against its user's RLIMIT_NPROC). Never our
+    own group."""
+    try:
+        group = os.getpgid(pid)
+        if group != os.getpgrp():
+            os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _marked_processes():
