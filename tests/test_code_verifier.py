@@ -693,7 +693,7 @@ print(json.dumps([made, held]), flush=True)
 def _hold(cfg, n, mb, memory_bytes=None, max_tasks=None):
     """Behind `cfg`'s wall, without rlimits or a filter: a process that forks n children, each holding mb MB
     at once. Returns [children started, children that held their memory]."""
-    with isolation.launch(cfg, cfg["python"], memory_bytes=memory_bytes, max_tasks=max_tasks) as (prefix, fds):
+    with isolation.launch(cfg, cfg["python"], memory_bytes=memory_bytes, max_tasks=max_tasks) as (prefix, fds, _):
         proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", _HOLD, str(n), str(mb)], env={}, cwd="/",
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds)
         try:
@@ -718,6 +718,7 @@ def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, contro
     monkeypatch.setattr(isolation, "HIERARCHIES", tuple(h for h in isolation.HIERARCHIES if h[0] == version))
     monkeypatch.setattr(isolation, "_CGROUP", [])
     monkeypatch.setattr(isolation, "_PIDS", [])
+    monkeypatch.setattr(isolation, "_CPU", [])
     found = isolation.memory_cgroup() and (isolation.memory_cgroup() if controller == "memory" else
                                            isolation.pids_cgroup())
     if not found:
@@ -744,7 +745,8 @@ def test_no_cgroup_folder_where_no_hierarchy_is_mounted(monkeypatch, tmp_path):
                                                    ("v2", str(plain), str(plain))))
     monkeypatch.setattr(isolation, "_CGROUP", [])
     monkeypatch.setattr(isolation, "_PIDS", [])
-    assert isolation.memory_cgroup() is None and isolation.pids_cgroup() is None
+    monkeypatch.setattr(isolation, "_CPU", [])
+    assert isolation.memory_cgroup() is None and isolation.pids_cgroup() is None and isolation.cpu_cgroup() is None
     assert sorted(os.listdir(tmp_path)) == ["plain"] and os.listdir(plain) == []
 
 
@@ -809,3 +811,40 @@ def test_the_verdict_is_by_cpu_time(clean):
     assert r["status"] == "ok" and r["outputs"] == [3], r
     assert r["seconds"] > alone["seconds"] * 1.5, (r, alone)   # the machine was busy: the wall clock ran long
     assert loop["status"] == "timeout", loop
+
+
+# two threads, each burning `each` seconds of its own CPU (time.thread_time; hashlib releases the GIL), joined
+BURN = """import hashlib, threading, time
+def burn(each):
+    start, data = time.thread_time(), b"x" * (1 << 20)
+    while time.thread_time() - start < each:
+        hashlib.sha256(data).digest()
+def two(each):
+    threads = [threading.Thread(target=burn, args=(each,)) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+"""
+
+
+def test_the_cpu_limit_counts_the_whole_run(monkeypatch, clean):
+    """Where a run's cgroup counts CPU (cpu_cgroup), its CPU limit is judged by the cgroup's total: two threads of
+    1.1 s of CPU each against a 2 s timeout (each under it, together over it; RLIMIT_CPU, 3 s, does not fire) are
+    a timeout, in script mode (the naive verifier's path, where the harness reports no CPU time and bwrap passes
+    none on) and in function mode with the harness's report forged (os.times patched). With the run's own CPU
+    time instead (the cgroup's reading taken away: the clock of a machine without the cgroup) both pass as ok.
+    describe() names the clock."""
+    if isolation.cpu_cgroup() is None:
+        assert "CPU limit judged by the run's own CPU time" in describe()
+        pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1",
+                                   "cpuacct" if isolation.memory_cgroup() else "memory"))
+    assert "CPU limit judged by the run's cgroup" in describe(), describe()
+    script = BURN + "two(1.1)\n"
+    forged = BURN + "import os\ndef solve():\n    two(1.1)\n    os.times = lambda: (0.0,) * 5\n    return 1\n"
+    runs = [(script, None), (forged, [[]])]
+    whole = [run_sandboxed(code, inputs, timeout_s=2.0, audit_hook=False) for code, inputs in runs]
+    assert [r["status"] for r in whole] == ["timeout", "timeout"], whole
+    assert all(r["cpu_seconds"] > 2.0 for r in whole), whole
+    monkeypatch.setattr(isolation, "_cgroup_cpu_seconds", lambda groups: None)
+    own = [run_sandboxed(code, inputs, timeout_s=2.0, audit_hook=False) for code, inputs in runs]
+    assert all(r["cpu_seconds"] < 2.0 for r in own), own     # not seen: no timeout but the wall clock's
+    assert all(r["status"] == "ok" or r["seconds"] > wall_deadline(2.0) for r in own), own

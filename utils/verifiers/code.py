@@ -13,10 +13,13 @@ filter that allows no second process, so its limits are the candidate's as a who
 session; limits on CPU, memory, file size, open files and threads, set by the harness before any
 candidate code runs (not in a preexec_fn: Popen stays on vfork, cheap from a big training process);
 where this machine lets us make cgroups (root, usually), the run and all it starts in its own, capped
-in memory (the kernel's share too) and in tasks (isolation.launch); an empty environment. A run is
-judged by its own CPU time (timeout_s, at most 5 s), so a busy neighbour in the same batch cannot turn
-a right answer into a timeout; the wall clock (wall_deadline) only stops one that waits. Inside, an
-audit hook refuses
+in memory (the kernel's share too) and in tasks, and counting its CPU time (isolation.launch); an empty
+environment. A run is judged by its CPU time (timeout_s, at most 5 s), so a busy neighbour in the same batch
+cannot turn a right answer into a timeout; the wall clock (wall_deadline) only stops one that waits. Which CPU
+time: its cgroup's where it has one that counts CPU (everything it starts, all their threads: _run_cpu), else
+its own as it reaches us: the harness's report (os.times() after the results: none in script mode, and
+candidate code can patch it) and the CPU of the processes the wall's processes waited for (bwrap passes none
+on); isolation.cpu_clock() and describe() say which. Inside, an audit hook refuses
 writes outside the scratch folder, reads outside it and the stdlib, new processes, signals, sockets
 and ctypes: a second wall, and a teaching device; it can be taken down from inside (Lab 02 shows how),
 so nothing relies on it. Without the isolated wall, run_sandboxed and both verifiers refuse to run
@@ -176,10 +179,10 @@ def cpu_limit(timeout_s):
 
 def wall_deadline(timeout_s, beside=0):
     """Seconds of wall clock a run gets, with `beside` other candidates judged at the same time. The verdict
-    is by CPU time (the run's own, all its threads'); the wall clock only stops a candidate that waits
-    (a sleep, a blocked read). Room for twice its own CPU budget (a busy machine) and for all of its
-    neighbours' (each uses at most cpu_limit(timeout_s) seconds of CPU) on the same core: what a
-    neighbour does cannot turn a right run into a timeout."""
+    is by CPU time (the run's: all its threads', and where a cgroup counts it all it starts); the wall clock
+    only stops a candidate that waits (a sleep, a blocked read). Room for twice its own CPU budget (a busy
+    machine) and for all of its neighbours' (each uses at most cpu_limit(timeout_s) seconds of CPU) on the
+    same core: what a neighbour does cannot turn a right run into a timeout."""
     timeout_s = checks.number("wall_deadline", "timeout_s", timeout_s, lo=0)
     beside = checks.number("wall_deadline", "beside", beside, lo=0, integer=True)
     return 2 * timeout_s + beside * cpu_limit(timeout_s) + 0.5
@@ -207,7 +210,7 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook, beside=0):
             fin.write(job.encode())
             fin.seek(0)
             with launch(cfg, cfg["python"], memory_bytes=(int(mem_mb) << 20) + CGROUP_SLACK,
-                        max_tasks=MAX_TASKS) as (prefix, fds):
+                        max_tasks=MAX_TASKS) as (prefix, fds, cgroup_cpu):
                 proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", HARNESS], stdin=fin, stdout=fout,
                                         stderr=ferr, cwd=cwd, env=env, start_new_session=True, close_fds=True,
                                         pass_fds=fds)
@@ -217,13 +220,14 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook, beside=0):
                 except (OSError, AttributeError):
                     proc.kill()
                 rc, cpu = _reap(proc)
+                whole = cgroup_cpu()
             for f in (fout, ferr):
                 f.seek(0)
             out, err = fout.read(FILE_LIMIT + 1), ferr.read(FILE_LIMIT + 1)
         res.update(stdout=_clip(out), stderr=_clip(err))
         text = out.decode("utf-8", "replace").splitlines()
         lines = [ln for ln in text if ln.startswith(MARKER)]
-        cpu = max([cpu or 0.0] + [_float(ln[len(CPU_MARKER):]) for ln in text if ln.startswith(CPU_MARKER)])
+        cpu = _run_cpu(whole, cpu, [_float(ln[len(CPU_MARKER):]) for ln in text if ln.startswith(CPU_MARKER)])
         res["cpu_seconds"] = cpu
         signum = -rc if rc < 0 else rc - 128 if rc > 128 else 0  # bwrap reports its child's signal as 128 + it
         if not finished or cpu > timeout_s or signum == getattr(signal, "SIGXCPU", None):
@@ -241,6 +245,16 @@ def _run(cfg, code, inputs, func_name, timeout_s, mem_mb, audit_hook, beside=0):
             _remove(scratch)
     res["seconds"] = time.perf_counter() - t0
     return res
+
+
+def _run_cpu(cgroup, reaped, reported):
+    """The CPU seconds a run is judged by: its cgroup's (everything it started, all their threads) where it has one
+    that counts CPU; else the larger of what wait4 gave for it (reaped: the CPU of the processes the wall's
+    processes waited for) and the harness's reports (a candidate can lower those only by patching os.times,
+    within RLIMIT_CPU)."""
+    if cgroup is not None:
+        return cgroup
+    return max([reaped or 0.0] + list(reported))
 
 
 def _float(text):
@@ -282,8 +296,8 @@ def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, au
     `inputs` (a list of argument lists), or with inputs=None run `code` as a script.
     Returns dict(status: "ok" | "timeout" | "error" | "crashed", outputs: the JSON-decoded results
     (None unless ok in function mode), stdout, stderr (clipped to ~2 KB), seconds (wall clock),
-    cpu_seconds (the candidate's CPU time, None where the system cannot say)). "timeout": more than
-    timeout_s seconds of CPU, or a wait past wall_deadline(timeout_s).
+    cpu_seconds (the run's CPU time: its cgroup's, everything it started, where it has one; else its own; see
+    isolation.cpu_clock())). "timeout": more than timeout_s seconds of CPU, or a wait past wall_deadline(timeout_s).
     Behind the isolated wall (isolation.py) only, unless allow_weaker_wall=True: else it raises
     SandboxUnavailable before running anything. wall= names a weaker wall to run behind (Lab 02's
     comparison); audit_hook=False shows what the OS walls do alone."""

@@ -20,7 +20,9 @@ Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
 
 Beside each wall, where this machine lets us make cgroups (root, usually; cgroup v1's memory and pids
 hierarchies, or v2's root with those controllers), launch() puts a run and all it starts in cgroups of
-its own: capped in memory, the kernel's share included, and in tasks (memory_cgroup, pids_cgroup).
+its own: capped in memory, the kernel's share included, and in tasks (memory_cgroup, pids_cgroup), and
+counting its CPU time, all its processes' and threads' (cpu_cgroup: v1's cpuacct hierarchy, or v2's
+cpu.stat), which the code verifier judges its CPU limit by (cpu_clock() says which clock a run gets here).
 
 The harness's audit hook (code.py) is a second wall in each; nothing relies on it: PEP 578 says
 audit hooks are not a sandbox. Why bubblewrap: it is what Flatpak runs every app in, maintained in
@@ -187,14 +189,17 @@ def launch(cfg, python, binds=(), memory_bytes=None, max_tasks=None):
     pipes), whatever the wall lets through; with max_tasks too, where the pids controller is there as well
     (pids_cgroup()), at most that many processes and threads, the wall's own included. Yield inside a with:
     the filter's descriptor is closed on exit; the cgroups are removed on exit, so leave the context only
-    after the process is reaped."""
+    after the process is reaped.
+    Yields (prefix, fds, cpu_seconds): cpu_seconds() is the CPU time, in seconds, that everything in the run's
+    cgroups has used so far (all its processes and threads, the wall's own included), or None where the run
+    has no cgroup that counts CPU (cpu_cgroup()); read it before leaving the context."""
     fd = seccomp.filter_fd() if cfg.get("filtered") else None
     groups = _new_run_cgroups(memory_bytes, max_tasks) if memory_bytes else []
     try:
         prefix = cfg["prefix"](python, binds, fd)
         if groups:  # the shell joins the cgroups, then becomes the wall: nothing starts outside them
             prefix = ["/bin/sh", "-c", JOIN, "sh"] + [os.path.join(g, "cgroup.procs") for g in groups] + ["--"] + prefix
-        yield prefix, (() if fd is None else (fd,))
+        yield prefix, (() if fd is None else (fd,)), lambda: _cgroup_cpu_seconds(groups)
     finally:
         if fd is not None:
             os.close(fd)
@@ -217,8 +222,12 @@ def dead(pid):
 CGROUP_NAME = "rlvr-sandbox"
 # where a run's cgroups can go, tried in this order: cgroup v1 (a hierarchy per controller) then v2 (one)
 HIERARCHIES = (("v1", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids"), ("v2", "/sys/fs/cgroup", "/sys/fs/cgroup"))
+# where a run's CPU time is counted, per version: v1's cpuacct hierarchy (a link to "cpu,cpuacct" where the two are
+# mounted together); v2 counts it in every cgroup (cpu.stat), so in the memory one
+CPU_HIERARCHIES = {"v1": "/sys/fs/cgroup/cpuacct", "v2": None}
 _CGROUP = []   # [memory parent folder or None], found once
 _PIDS = []     # [pids parent folder or None], found with it
+_CPU = []      # [CPU-counting parent folder or None], found with it
 _made = []     # the cgroups made here, for unique names
 
 
@@ -229,7 +238,7 @@ def memory_cgroup():
     makes the whole candidate, but not the kernel memory of its private /tmp: its inodes)."""
     if _CGROUP:
         return _CGROUP[0]
-    found = pids = None
+    found = pids = cpu = None
     for version, memory, tasks in HIERARCHIES:
         v2 = version == "v2"
         if not _is_hierarchy(memory, v2):  # never a folder made where none is mounted
@@ -245,7 +254,8 @@ def memory_cgroup():
                 _remove_cgroup(test)
                 found = parent
                 pids = _pids_parent(tasks)
-                for folder in {found, pids} - {None}:
+                cpu = _cpu_parent(CPU_HIERARCHIES.get(version)) if not v2 else _counts_cpu(parent)
+                for folder in {found, pids, cpu} - {None}:
                     for left in os.listdir(folder):  # runs of processes that have died (killed, or no atexit)
                         if left.startswith("run-") and left.count("-") == 2 and dead(left.split("-")[1]):
                             _remove_cgroup(os.path.join(folder, left), tries=1)
@@ -254,6 +264,7 @@ def memory_cgroup():
             continue
     _CGROUP.append(found)
     _PIDS[:] = [pids]
+    _CPU[:] = [cpu]
     return found
 
 
@@ -287,6 +298,68 @@ def _pids_parent(root):
     return None
 
 
+def _cpu_parent(root):
+    """The parent folder, under cgroup v1's hierarchy `root` (cpuacct), of runs' cgroups that count their CPU time,
+    or None: where it is mounted and a cgroup with cpuacct.usage can be made under it."""
+    if not root or not _is_hierarchy(root, False):
+        return None
+    parent = os.path.join(root, CGROUP_NAME)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        return _counts_cpu(parent)
+    except OSError:
+        return None
+
+
+def _counts_cpu(parent):
+    """`parent` if a cgroup made under it counts its CPU time (v1's cpuacct.usage, v2's cpu.stat), else None."""
+    test = _new_cgroup(None, parent)
+    if not test:
+        return None
+    counts = _cgroup_cpu_seconds([test]) is not None
+    _remove_cgroup(test)
+    return parent if counts else None
+
+
+def _cgroup_cpu_seconds(groups):
+    """The CPU seconds, user and system, used so far by everything in a run's cgroups `groups` (all their processes
+    and threads): from the first that counts them, v1's cpuacct.usage (nanoseconds) or v2's cpu.stat (usage_usec).
+    None where none does."""
+    for group in groups:
+        try:
+            with open(os.path.join(group, "cpuacct.usage")) as f:
+                return int(f.read()) / 1e9
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(os.path.join(group, "cpu.stat")) as f:
+                for line in f:
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+        except (OSError, ValueError):
+            pass
+    return None
+
+
+def cpu_cgroup():
+    """The folder under which a run's cgroup counts its CPU time, all its processes' and threads', or None: found
+    with memory_cgroup(), and only where there is one (v1: /sys/fs/cgroup/cpuacct; v2: the memory one's folder)."""
+    if not memory_cgroup():
+        return None
+    return _CPU[0] if _CPU else None
+
+
+def cpu_clock():
+    """In words, what a run's CPU limit is judged by on this machine (describe() names it): its cgroup's CPU time,
+    everything the run starts counted, where cpu_cgroup() gives one; else the run's own (the CPU time its processes
+    report or pass on to us: the harness's own, behind bwrap)."""
+    parent = cpu_cgroup()
+    if parent is None:
+        return "CPU limit judged by the run's own CPU time: no cgroup counts it here"
+    v2 = os.path.exists(os.path.join(parent, "cgroup.controllers"))
+    return f"CPU limit judged by the run's cgroup, all it starts: {'cgroup v2 cpu.stat' if v2 else 'cgroup v1 cpuacct'}"
+
+
 def pids_cgroup():
     """The folder under which a run's cgroup can cap its processes and threads (the pids controller), or None:
     found with memory_cgroup(), and only where there is one (v1: /sys/fs/cgroup/pids; v2: the same folder)."""
@@ -296,16 +369,19 @@ def pids_cgroup():
 
 def _new_run_cgroups(memory_bytes, max_tasks=None):
     """A run's cgroups: one capped at memory_bytes and, with max_tasks, at that many tasks (v2: the same
-    cgroup; v1: one more, in the pids hierarchy). [] where no memory cgroup can be made here."""
+    cgroup; v1: one more, in the pids hierarchy), and one that counts its CPU time (v2: the same; v1: one in
+    the cpuacct hierarchy, where there is one). [] where no memory cgroup can be made here."""
     group = _new_cgroup(memory_bytes, max_tasks=max_tasks)
     if not group:
         return []
     groups = [group]
     pids = pids_cgroup() if max_tasks else None
-    if pids and pids != os.path.dirname(group):  # v1: the pids controller is a hierarchy of its own
-        other = _new_cgroup(None, pids, max_tasks=max_tasks)
-        if other:
-            groups.append(other)
+    cpu = cpu_cgroup()
+    for parent, tasks in ((pids, max_tasks), (cpu, None)):
+        if parent and parent != os.path.dirname(group):  # v1: each controller is a hierarchy of its own
+            other = _new_cgroup(None, parent, max_tasks=tasks)
+            if other:
+                groups.append(other)
     return groups
 
 
@@ -374,7 +450,7 @@ atexit.register(lambda: [_remove_cgroup(g, tries=300) for g in list(_pending)])
 def _probe(cfg, python):
     """Run the probe behind the wall `cfg`: (whole, version, data visible, has resource) or None."""
     try:
-        with launch(cfg, python) as (prefix, fds):
+        with launch(cfg, python) as (prefix, fds, _):
             r = subprocess.run(prefix + [python, "-I", "-S", "-c", _PROBE, DATA_DIR, ROOT], capture_output=True,
                                timeout=20, env={}, cwd="/", stdin=subprocess.DEVNULL, pass_fds=fds)
         whole, version, seen, limits = json.loads(r.stdout.decode().strip().splitlines()[-1])
@@ -449,10 +525,12 @@ def sandbox_config(wall=None, refresh=False):
 
 
 def describe(cfg=None):
-    """One line for a notebook: the wall, and what it cannot stop. cfg: a sandbox_config() (default: the strongest)."""
+    """One line for a notebook: the wall, the limits it judges by, and what it cannot stop. cfg: a sandbox_config()
+    (default: the strongest)."""
     cfg = sandbox_config() if cfg is None else _config("describe", cfg, ("uid", "version", "missing"))
     line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']}"
-    line += f", {seccomp.describe()} on)" if cfg.get("filtered") else ")"
+    line += f", {seccomp.describe()} on" if cfg.get("filtered") else ""
+    line += f", {cpu_clock()})"
     if cfg["wall"] == "isolated" and not cfg.get("filtered"):
         line += f"; {UNFILTERED} ({'; '.join(cfg['missing'])})"
     elif cfg["wall"] != "isolated":

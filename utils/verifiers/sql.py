@@ -152,7 +152,7 @@ class _Worker:
                     max_value_bytes=MAX_VALUE_BYTES, max_result_chars=MAX_RESULT_CHARS)
         self.owner = os.getpid()  # a forked child must not share this process's pipes
         try:
-            with launch(cfg, cfg["python"], binds) as (prefix, fds):
+            with launch(cfg, cfg["python"], binds) as (prefix, fds, _):
                 self.proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", _WORKER_SOURCE,
                                                        json.dumps(conf)],
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
