@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import ROOT
+from utils.verifiers import isolation
 from utils.verifiers.isolation import WALLS, available_walls, readable_by, sandbox_config
 from utils.verifiers.sql import (
     COPY_PREFIX,
@@ -419,20 +420,31 @@ def test_throughput_on_correct_candidates():
     assert statistics.median(rates) >= 500, rates
 
 
-def test_database_in_a_private_folder():
-    """Root drops the worker to nobody, who may not reach the file: it judges a readable copy."""
+@pytest.mark.parametrize("wall", WALLS)
+def test_database_in_a_private_folder(wall, monkeypatch):
+    """Where the wall's user may not reach the file (root drops the worker to nobody), it judges a readable copy,
+    and the next copy sweeps a dead process's. Per wall, as a trainer with only that wall sees it; where the wall's
+    user reads the file itself (it runs as our own user), nothing is copied: skipped, saying so."""
+    walls = available_walls()
+    if wall not in walls:
+        pytest.skip(f"no {wall} wall here (this machine has {list(walls)})")
+    monkeypatch.setattr(isolation, "_CONFIG", {wall: walls[wall]})   # this wall only
     folder = tempfile.mkdtemp()
     try:
         os.chmod(folder, 0o700)
         db = build_database(os.path.join(folder, "shop.db"))
+        if readable_by(walls[wall]["uid"], db):
+            pytest.skip(f"behind the {wall} wall the worker runs as our own user (uid {walls[wall]['uid']}): it reads "
+                        "the database itself, so nothing is copied")
         stale = tempfile.mkdtemp(prefix="rlvr_sql_99999999_")   # a killed trainer's copy (no such process)
         assert run_readonly("SELECT count(*) FROM users", db_path=db) == ([(len(USERS),)], None)
         assert sorted(os.listdir(folder)) == ["shop.db"]
         assert not os.path.exists(stale)                     # swept when the next copy was made
-        if os.geteuid() == 0 and sandbox_config()["wall"] == "isolated":  # the copy is bound into the worker's
+        if os.geteuid() == 0 and wall == "isolated":  # the copy is bound into the worker's
             mine = glob.glob(os.path.join(tempfile.gettempdir(), f"rlvr_sql_{os.getpid()}_*"))  # world: its
             assert [f for d in mine for _, _, files in os.walk(d) for f in files] == []       # host name is gone
     finally:
+        shutdown_worker()   # its workers ran behind this wall only
         shutil.rmtree(folder)
 
 
