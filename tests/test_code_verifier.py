@@ -665,8 +665,8 @@ def _why_no_cgroup(version, controller):
 _HOLD = """import json, os, select, sys, time
 n, mb = int(sys.argv[1]), int(sys.argv[2])
 r, w = os.pipe()
-made = 0
-for _ in range(n):
+pids = []
+for k in range(n):
     try:
         pid = os.fork()
     except OSError:
@@ -675,24 +675,27 @@ for _ in range(n):
         x = bytearray(mb << 20)
         for i in range(0, len(x), 4096):
             x[i] = 1
-        os.write(w, b"k")
+        os.write(w, bytes([k]))
         time.sleep(30)
         os._exit(0)
-    made += 1
+    pids.append(pid)
 os.close(w)
-held, end = 0, time.monotonic() + 20
-while held < made and select.select([r], [], [], max(0, end - time.monotonic()))[0]:
+reported, end = set(), time.monotonic() + 20
+while len(reported) < len(pids) and select.select([r], [], [], max(0, end - time.monotonic()))[0]:
     got = os.read(r, 64)
     if not got:
         break
-    held += len(got)
-print(json.dumps([made, held]), flush=True)
+    reported.update(got)
+time.sleep(0.2)  # a child the OOM killer took after it reported is gone by now
+alive = {k for k, pid in enumerate(pids) if os.waitpid(pid, os.WNOHANG) == (0, 0)}
+print(json.dumps([len(pids), len(reported & alive)]), flush=True)
 """
 
 
 def _hold(cfg, n, mb, memory_bytes=None, max_tasks=None):
-    """Behind `cfg`'s wall, without rlimits or a filter: a process that forks n children, each holding mb MB
-    at once. Returns [children started, children that held their memory]."""
+    """Behind `cfg`'s wall, without rlimits or a filter: a process that forks n children (n < 256), each holding mb MB
+    at once. Returns [children started, children holding their memory together at the end: each reported it held it
+    and is still alive, where the OOM killer may have taken one after it reported]."""
     with isolation.launch(cfg, cfg["python"], memory_bytes=memory_bytes, max_tasks=max_tasks) as (prefix, fds, _):
         proc = subprocess.Popen(prefix + [cfg["python"], "-I", "-S", "-c", _HOLD, str(n), str(mb)], env={}, cwd="/",
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds)
