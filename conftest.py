@@ -31,7 +31,6 @@ that start notebooks in other processes) before it calls pytest_configure, and x
 the environment of the process that starts them.
 """
 import importlib.util
-import json
 import os
 import shutil
 import tempfile
@@ -47,11 +46,12 @@ if ENV not in os.environ:
     os.environ[ENV] = tempfile.mkdtemp(prefix="rlvr-labs-run-cache-")
     os.environ["RLVR_LABS_CACHE_BY_SUITE"] = "1"
     _MADE.append(os.environ[ENV])
+# tests/run_cache.py, loaded by path (tests/ is not a package): the kernels' start-up file and the ledger's reader
+_spec = importlib.util.spec_from_file_location(
+    "rlvr_labs_run_cache", os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "run_cache.py"))
+_run_cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_run_cache)
 if os.environ[ENV].lower() not in ("", "0", "off") and "RLVR_LABS_IPYTHONDIR" not in os.environ:
-    _spec = importlib.util.spec_from_file_location(
-        "rlvr_labs_run_cache", os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "run_cache.py"))
-    _run_cache = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_run_cache)
     _MADE.append(tempfile.mkdtemp(prefix="rlvr-labs-ipython-"))
     os.environ["IPYTHONDIR"] = os.environ["RLVR_LABS_IPYTHONDIR"] = _run_cache.kernel_startup_dir(_MADE[-1])
 
@@ -154,9 +154,7 @@ def _ledger_table(w):
         return
     cells, why = defaultdict(lambda: [0, 0.0, 0]), defaultdict(int)  # (lab, pass) -> [computed, s, loaded]
     spans = sorted(_SPANS)
-    ledger = Path(d) / "ledger.jsonl"  # run_cache.LEDGER
-    rows = [json.loads(ln) for ln in ledger.read_text().splitlines() if ln.strip()] if ledger.exists() else []
-    for row in rows:
+    for row in _run_cache.ledger(d):
         span = next((sp for sp in spans if sp[0] <= row["t"] <= sp[1]), None)
         if span is None:
             continue
