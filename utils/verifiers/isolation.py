@@ -12,7 +12,10 @@ Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
                     (address space, CPU seconds) cap the candidate as a whole: on Linux x86-64 with
                     x86-64's syscall numbers, on aarch64 with the generic table's; on any other machine
                     there is none, and describe() says so, naming the machine. As root it is first
-                    dropped to nobody, so that the process limits count.
+                    dropped to nobody, so that the process limits count, where nobody may run that
+                    bwrap; a bwrap it cannot reach (a wheel inside root's private home) runs as root,
+                    the candidate nobody only inside its user namespace, and describe() says uid 0:
+                    the filter and the run's cgroups still cap it as a whole.
   namespaces        unshare: new network and PID namespaces (as nobody when root). The files are
                     the host's, as that user sees them: the data folder is readable.
   process           a plain child process in its own session, with rlimits, killed at the wall clock.
