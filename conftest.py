@@ -7,17 +7,20 @@ environment. Two passes run only when asked, and always in CI (.ci/run):
              (tests/test_colab.py; builds a 5.4 GB virtual environment the first time).
 Asked for, a pass whose tools are missing fails instead of skipping.
 
-Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). Every
-test that executes notebooks (each solution under nbval, the Colab pass, the browser pass) is one unit of
-xdist's work (pytest_xdist_make_scheduler below): one worker runs them one after another, each kernel on
-torch's default thread count, as a learner's would. Not two notebooks side by side at 1 thread each: on
-this 2-core machine that finished the eight labs in 17.0 min against 17.4 min one at a time at 2 threads
-(the latter measured on another day), and it moves the numbers (a CPU run's bits depend on the thread
-count: Lab 07's extrapolation check failed at 1 thread). The unit tests, which mostly wait (on sandboxes,
-subprocesses, timeouts: 2.4 min of CPU in 4.1 min alone), go first, a file at a time on each worker, at 1
-torch thread each (tests/conftest.py). In the unit of work the solutions run here first, then down the Colab
-branch, then the labs in the browser, whose kernel is Colab's: the browser's runs and samples come from
-the Colab pass through the run cache.
+Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). A lab's
+tests (its solution under nbval, then down the Colab branch, then in the browser) are one unit of xdist's
+work (pytest_xdist_make_scheduler below): one worker runs them in that order (a notebook's cells share a
+kernel; the browser loads the runs the Colab pass computed), and the workers take labs side by side, each
+kernel on cores / workers torch threads (OMP_NUM_THREADS, set below; 1 on a 2-core machine). Measured here
+(2026-11-27, 2 cores, run cache off): Labs 01 and 03 under nbval side by side at 1 thread took 157 s, one
+after the other at 2 threads 224 s (1.43x); 40 GRPO steps of Lab 01 took 7.6 s at 1 thread alone and 8.0
+beside a second such process, 5.9 s at 2 threads. A CPU run's bits depend on its thread count, so under
+xdist the labs run at 1 thread, and their stored outputs and asserted findings must hold there as they do
+at 2, where a learner on 2 cores (and tools/make_labs.py --execute, which stores the outputs) runs them:
+a finding that holds at one thread count only is not one. `-n 0` runs everything in this one process, each
+kernel on torch's default. The unit tests go first, a file at a time on each worker, at 1 torch thread each
+(tests/conftest.py); the verifier tests and Lab 02 (which runs the verifiers) are one unit on one worker
+(SANDBOXING below).
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
 more than once in the session (a lab in the browser test, the same lab's solution down the Colab
@@ -56,6 +59,12 @@ if os.environ[ENV].lower() not in ("", "0", "off") and "RLVR_LABS_IPYTHONDIR" no
     os.environ["IPYTHONDIR"] = os.environ["RLVR_LABS_IPYTHONDIR"] = _run_cache.kernel_startup_dir(_MADE[-1])
 
 PASSES = {"browser": "tests/test_browser.py", "colab": "tests/test_colab.py"}
+# Under xdist each worker's notebook kernels (nbval's, the Colab stand-in's, JupyterLab's, and what they
+# start) get cores / workers torch threads, so that the labs two workers run side by side share the cores.
+# Set at import, in each worker, and passed down to every process it starts.
+_KERNEL_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _KERNEL_WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _KERNEL_WORKERS))
 
 
 def _workers(config):
@@ -84,37 +93,58 @@ def pytest_configure(config):
 
 
 # The verifier tests look for sandboxed processes machine-wide (a leak may be reparented anywhere), so they
-# run on one worker, first, before any notebook (Lab 02 runs the verifiers) and beside no other sandbox.
+# run on one worker, first, beside no other sandbox; Lab 02, the one lab that runs the verifiers, goes in the
+# same unit of work after them.
 SANDBOXING = ("tests/test_code_verifier.py", "tests/test_sql_verifier.py")
+SANDBOXING_LAB = "02_"
+_LAB_TESTS = {PASSES["colab"]: "test_solution_runs_down_the_colab_branch",
+              PASSES["browser"]: "test_lab_runs_in_jupyterlab"}
+
+
+def _lab(nodeid):
+    """(lab, pass) of a test that executes a lab's notebook (pass 0 nbval here, 1 Colab, 2 browser), else None."""
+    path, _, rest = nodeid.partition("::")
+    if path.endswith(".ipynb"):
+        return Path(path).stem, 0
+    if path in _LAB_TESTS and rest.startswith(_LAB_TESTS[path] + "["):
+        return rest.partition("[")[2].rstrip("]").removesuffix(".ipynb"), 1 if path == PASSES["colab"] else 2
+    return None
 
 
 def _order(nodeid):
-    """Where a test goes: the verifier tests (-1), the other unit tests (0), then the notebooks here, the
-    Colab pass, the browser (1, 2, 3)."""
+    """Where a test goes: the verifier tests and then Lab 02 (-1), the other unit tests (0), the passes' own
+    tests (1: the Colab stand-in's set-up, the README in the browser), then each lab's tests in turn (2)."""
     path = nodeid.split("::")[0]
-    if path.endswith(".ipynb"):
-        return 1
-    return {PASSES["colab"]: 2, PASSES["browser"]: 3}.get(path, -1 if path in SANDBOXING else 0)
+    lab = _lab(nodeid)
+    if lab:
+        return (-1 if lab[0].startswith(SANDBOXING_LAB) else 2, 1, lab[0], lab[1])
+    if path in SANDBOXING:
+        return (-1, 0, "", 0)
+    return (1 if path in PASSES.values() else 0, 0, "", 0)
+
+
+def _scope(nodeid):
+    """xdist's unit of work of a test: a lab (all its passes), the sandboxing unit, or a unit-test file."""
+    order, lab = _order(nodeid), _lab(nodeid)
+    if order[0] < 0:
+        return "sandboxing"
+    return f"lab {lab[0]}" if lab else nodeid.split("::")[0]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scheduler, with every test that executes notebooks in one unit of work: one worker runs them
-    in order (a notebook's cells share a kernel; the browser pass loads the Colab pass's runs), and the
-    other workers share the unit tests. (Not xdist_group marks: xdist 3.8 groups by rewriting a test's id,
-    which pytest 9.2 no longer allows, and the drift check saw the notebooks' cells scattered.)"""
+    """xdist's scheduler with a lab's tests in one unit of work (_scope), handed out in collection order
+    (pytest_collection_modifyitems): the unit tests first, then the labs, each to the next free worker.
+    (Not xdist_group marks: xdist 3.8 groups by rewriting a test's id, which pytest 9.2 no longer allows, and
+    the drift check saw the notebooks' cells scattered.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class NotebooksTogether(LoadScopeScheduling):
-        def _split_scope(self, nodeid):  # a unit-test file stays on one worker (its module fixtures)
-            order = _order(nodeid)
-            return "notebooks" if order > 0 else "sandboxing" if order < 0 else nodeid.split("::")[0]
+    class LabsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return _scope(nodeid)
 
-    # in collection order (pytest_collection_modifyitems): the unit tests first, on every worker, and the
-    # notebooks after them, alone: a 2-thread torch kernel beside a busy process ran 3.3x slower (10.3 s
-    # against 3.1 s for 15 GRPO steps; its idle thread spins on a core the other process holds)
     config.option.loadscopereorder = False
-    return NotebooksTogether(config, log)
+    return LabsTogether(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -132,7 +162,7 @@ def pytest_collection_modifyitems(session, config, items):
 # ---------------------------------------------------------------- the time table at the end of a run
 
 _TIMES = defaultdict(float)  # (lab or "", pass) -> seconds
-_SPANS = []  # (start, stop, lab, pass) of each report of a test that executes notebooks
+_SPANS = []  # (start, stop, lab, pass, worker) of each report of a test that executes notebooks
 _COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browser"}
 
 
@@ -142,20 +172,22 @@ def pytest_runtest_logreport(report):
     name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
     _TIMES[(name if kind != "unit" else "", kind)] += report.duration
-    if kind != "unit" and getattr(report, "start", None):
-        _SPANS.append((report.start, report.stop, name, kind))
+    if kind != "unit" and getattr(report, "start", None):  # the worker: xdist's reports carry their node
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "")
+        _SPANS.append((report.start, report.stop, name, kind, worker))
 
 
 def _ledger_table(w):
     """What each lab's runs did in each pass (the run cache's ledger): computed, and for how long, or loaded.
-    A run computed again in a later pass is one whose key differed (another environment, another function)."""
+    A run computed again in a later pass is one whose key differed (another environment, another function).
+    A ledger line belongs to the test that ran on its worker at its time (two workers run two labs at once)."""
     d = os.environ.get(ENV, "")
     if d.lower() in ("", "0", "off") or not _SPANS:
         return
     cells, why = defaultdict(lambda: [0, 0.0, 0]), defaultdict(int)  # (lab, pass) -> [computed, s, loaded]
     spans = sorted(_SPANS)
     for row in _run_cache.ledger(d):
-        span = next((sp for sp in spans if sp[0] <= row["t"] <= sp[1]), None)
+        span = next((sp for sp in spans if sp[0] <= row["t"] <= sp[1] and sp[4] == row.get("worker", "")), None)
         if span is None:
             continue
         c = cells[(span[2], span[3])]

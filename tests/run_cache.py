@@ -289,7 +289,10 @@ def note(kind, outcome, seconds=0.0, why=""):
         return
     d.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"t": time.time(), "kind": kind, "outcome": outcome, "seconds": round(seconds, 3),
-                       "why": why, "pid": os.getpid()})
+                       "why": why, "pid": os.getpid(),
+                       # the pytest-xdist worker whose test started this kernel (its environment passes down):
+                       # two workers run two labs at once, and the suite's table attributes a line by both
+                       "worker": os.environ.get("PYTEST_XDIST_WORKER", "")})
     with open(d / LEDGER, "a") as f:  # one short append: whole lines, whatever process writes beside it
         f.write(line + "\n")
 

@@ -113,7 +113,7 @@ def _kernel_python():
     return str(colab_runtime.browser_kernel())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab_server(tmp_path_factory, session_run_cache):
     """JupyterLab on a copy of labs/ (running cells must not write outputs into the repo), with the
     rest of the course linked beside it as in the repo. Yields the base URL."""
@@ -165,7 +165,7 @@ def lab_server(tmp_path_factory, session_run_cache):
     log.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[

@@ -38,7 +38,7 @@ def _git(*args, cwd):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def course_repo(tmp_path_factory):
     """A git repository holding this working tree as it is (tracked and untracked, not ignored files):
     what `git clone` of the course would give, uncommitted edits included."""
@@ -55,11 +55,16 @@ def course_repo(tmp_path_factory):
     return f"file://{repo}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runtime():
     """The stand-in runtime as Colab serves it: without TRL, every pinned package at Colab's version (a
-    previous session's setup cells may have installed TRL and moved what it needs)."""
+    previous session's setup cells may have installed TRL and moved what it needs). Restored once per
+    worker: the first lab's setup cell installs TRL, and the labs after it find it there, as a learner's
+    second notebook in one Colab session would. Under xdist each worker has a copy of its own
+    (colab_runtime.worker_copy), so that two labs' setup cells never install into one environment at once."""
     py = str(colab_runtime.build())
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1) > 1:
+        py = str(colab_runtime.worker_copy(py, os.environ["PYTEST_XDIST_WORKER"]))
     colab_runtime.restore(py)
     return py
 
@@ -67,7 +72,7 @@ def runtime():
 _freeze, _norm = colab_runtime.freeze, colab_runtime.norm  # {normalized name: version}; a normalized name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def constraints(runtime, tmp_path_factory):
     """The lock's pins for what Colab lacks (TRL and packages new to the runtime), so the setup cell installs
     the versions CI tests everywhere else; nothing Colab has is pinned, so nothing it has is moved by us."""
@@ -84,6 +89,7 @@ def _has(runtime, module):
 
 def test_runtime_is_fresh(runtime, tmp_path):
     """The stand-in runtime cannot import the course."""
+    colab_runtime.restore(runtime)  # a lab's setup cell may have installed TRL on this worker's copy
     probe = "import importlib.util as u; print(u.find_spec('utils') is None)"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     out = subprocess.run([runtime, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)

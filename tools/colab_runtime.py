@@ -135,6 +135,20 @@ def _build(folder, quiet):
     return python_of(folder)
 
 
+def worker_copy(py, name):
+    """A copy of the built runtime of python `py` for one test worker (`name`, e.g. gw1), beside it, made afresh:
+    its files are hard links to the original's (seconds, no disk). Two workers' setup cells then never install
+    into one environment at once, and the original, which the browser pass's kernel reads through its .pth
+    file, is never changed while a kernel reads it. pip unlinks a file before it writes one in its place,
+    and Python replaces a .pyc whole, so nothing written in the copy reaches the original's files."""
+    src = Path(py).parent.parent
+    dst = src.parent / f"{src.name}-{name}"
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, symlinks=True, copy_function=os.link)
+    return python_of(dst)
+
+
 def restore(py, quiet=True):
     """Put a built runtime back to Colab's state: TRL uninstalled and every pin reinstalled where a setup
     cell moved it (datasets and huggingface_hub move when TRL is installed). Fast when nothing moved."""
