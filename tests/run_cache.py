@@ -456,9 +456,83 @@ def cached_sample_in_batches(sample_in_batches):
     return wrapper
 
 
+def _data_files():
+    """The course's data folder (utils.DATA_DIR) by content: what a launched process reads from disk (the base
+    model, the splits). By content, not path or time: the Colab pass's copy lives in a clone of its own."""
+    from utils import DATA_DIR
+    root = Path(DATA_DIR)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def cached_launch_run(run):
+    """utils.rl.launch.run (Lab 08: a training in launched processes, 1 or 2 of them) with the run cache around
+    it. Keyed by its arguments but `out` and `timeout`, the data folder by content, accelerate's and peft's
+    versions beside the library's, and this kernel's thread count (the processes inherit its environment).
+    A hit writes back the files the computed call left in `out` (each rank's weights, result.json) and
+    returns what it returned."""
+    import functools
+    import inspect
+    from importlib import metadata
+
+    sig = inspect.signature(run)
+
+    @functools.wraps(run)
+    def wrapper(*args, **kwargs):
+        a = sig.bind(*args, **kwargs)
+        a.apply_defaults()
+        versions = []
+        for name in ("accelerate", "peft", "datasets", "safetensors"):
+            try:
+                versions.append(f"{name}={metadata.version(name)}")
+            except metadata.PackageNotFoundError:
+                versions.append(f"{name}=-")
+        k = key("launch.run", versions, {n: v for n, v in a.arguments.items() if n not in ("out", "timeout")},
+                _data_files(), global_rng=False)
+        out = Path(os.path.abspath(a.arguments["out"]))
+        with computing(k):
+            hit = load(k, restore_rng=False)
+            if hit is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                for name, data in hit["files"].items():
+                    (out / name).write_bytes(data)
+                note("launch.run", "hit")
+                print(f"(launched run, {a.arguments['kw']}: computed earlier in this test session; loaded from the "
+                      f"run cache, {ENV})")
+                return hit["value"]
+            t0 = time.perf_counter()
+            value = run(*args, **kwargs)
+            note("launch.run", "miss" if k is not None else "uncached", time.perf_counter() - t0,
+                 "" if k else _WHY["last"])
+            save(k, {"value": value, "files": {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}})
+            return value
+    return wrapper
+
+
+def noted_run_attacks(run_attacks):
+    """utils.verifiers.attacks.run_attacks (Lab 02's attack table) computed every time, and said so in the
+    ledger with its seconds: the attacks measure this machine's wall around this copy of the course (whether
+    the folder with the expected answers is readable behind a weaker wall depends on where the copy lies: the
+    Colab pass's clone is in a private temporary folder, the browser's is the checkout), so the two passes'
+    tables are two measurements, not one computed twice."""
+    import functools
+
+    @functools.wraps(run_attacks)
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return run_attacks(*args, **kwargs)
+        finally:
+            if folder() is not None:
+                note("run_attacks", "uncached", time.perf_counter() - t0,
+                     "attacks on this machine's wall around this copy of the course: measured in each pass")
+    return wrapper
+
+
 WRAPS = {"utils.rl.loop": ("train_grpo", cached_train_grpo),
          "utils.rl.trl_trainer": ("train_with_trl", cached_train_with_trl),
-         "utils.eval.metrics": ("sample_in_batches", cached_sample_in_batches)}
+         "utils.eval.metrics": ("sample_in_batches", cached_sample_in_batches),
+         "utils.rl.launch": ("run", cached_launch_run),
+         "utils.verifiers.attacks": ("run_attacks", noted_run_attacks)}
 
 
 class _WrapOnImport:

@@ -179,10 +179,13 @@ def test_install_wraps_the_trainers_on_import(monkeypatch):
             "from utils.eval.metrics import sample_in_batches; import utils.eval.traces as cur; "
             "print(train_grpo.__wrapped__.__module__, train_with_trl.__wrapped__.__module__, "
             "c.train_grpo is train_grpo, sample_in_batches.__wrapped__.__module__, "
-            "cur.sample_in_batches is sample_in_batches)")
+            "cur.sample_in_batches is sample_in_batches, "
+            "__import__('utils.rl.launch').rl.launch.run.__wrapped__.__module__, "
+            "__import__('utils.verifiers.attacks').verifiers.attacks.run_attacks.__wrapped__.__module__)")
     out = subprocess.run([sys.executable, "-c", code, str(root / "tests" / "run_cache.py")], cwd=root,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True", "utils.eval.metrics", "True"]
+    assert out == ["utils.rl.loop", "utils.rl.trl_trainer", "True", "utils.eval.metrics", "True", "utils.rl.launch",
+                   "utils.verifiers.attacks"]
 
 
 def test_kernel_startup_dir_writes_an_ipython_startup_file(tmp_path):
@@ -346,3 +349,45 @@ def test_a_function_decorated_with_a_grad_mode_is_keyed(on):
     keys = [cache.key("t", make(m)) for m in (torch.no_grad(), torch.no_grad(), torch.enable_grad(),
                                               torch.inference_mode(), torch.inference_mode(False))]
     assert None not in keys and keys[0] == keys[1] and len(set(keys)) == 4
+
+
+def test_a_launched_run_is_computed_once_and_its_files_come_back(on, tmp_path):
+    """utils.rl.launch.run through the cache (a fake run, the real signature): the second identical call
+    (another out folder, another timeout) returns the first's value and writes the files it left; another
+    argument computes again; the ledger says which was which and the worker each came from."""
+    calls = []
+
+    def run(out, timeout=600, **kw):
+        calls.append(kw)
+        (tmp_path / out).mkdir(exist_ok=True)
+        (tmp_path / out / "result.json").write_text(f'{{"steps": {kw["steps"]}}}')
+        return [{"w": torch.full((2,), float(kw["steps"]))}], {"steps": kw["steps"]}
+
+    cached = cache.cached_launch_run(run)
+    first = cached(tmp_path / "a", steps=3, processes=2)
+    again = cached(tmp_path / "b", timeout=60, steps=3, processes=2)
+    assert len(calls) == 1 and again[1] == first[1] and torch.equal(again[0][0]["w"], first[0][0]["w"])
+    assert (tmp_path / "b" / "result.json").read_text() == '{"steps": 3}'
+    cached(tmp_path / "c", steps=4, processes=2)
+    assert len(calls) == 2
+    rows = [r for r in cache.ledger(on) if r["kind"] == "launch.run"]
+    assert [r["outcome"] for r in rows] == ["miss", "hit", "miss"] and all("worker" in r for r in rows)
+
+
+def test_the_attack_table_is_measured_every_time_and_said_so(on):
+    """run_attacks is never loaded: each call runs (the wall around this copy is what it measures) and
+    leaves an 'uncached' line with its reason, raising or not."""
+    calls = []
+
+    def run_attacks(cases=None, wall=None, audit_hook=True, timeout_s=1.5):
+        calls.append(wall)
+        if wall == "broken":
+            raise RuntimeError("no wall")
+        return [{"id": "a", "escaped": False}]
+
+    noted = cache.noted_run_attacks(run_attacks)
+    assert noted(wall="isolated") == noted(wall="isolated") and calls == ["isolated", "isolated"]
+    with pytest.raises(RuntimeError):
+        noted(wall="broken")
+    rows = [r for r in cache.ledger(on) if r["kind"] == "run_attacks"]
+    assert [r["outcome"] for r in rows] == ["uncached"] * 3 and "this copy of the course" in rows[0]["why"]
