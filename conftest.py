@@ -14,7 +14,7 @@ kernel; the browser loads the runs the Colab pass computed), and the workers tak
 kernel on cores / workers torch threads (OMP_NUM_THREADS, set below; 1 on a 2-core machine). Measured here
 (2026-11-27, 2 cores, run cache off): Labs 01 and 03 under nbval side by side at 1 thread took 157 s, one
 after the other at 2 threads 224 s (1.43x); 40 GRPO steps of Lab 01 took 7.6 s at 1 thread alone and 8.0
-beside a second such process, 5.9 s at 2 threads. A CPU run's bits depend on its thread count, so under
+beside a second such process, 6.3 s at 2 threads (medians). A CPU run's bits depend on its thread count, so under
 xdist the labs run at 1 thread, and their stored outputs and asserted findings must hold there as they do
 at 2, where a learner on 2 cores (and tools/make_labs.py --execute, which stores the outputs) runs them:
 a finding that holds at one thread count only is not one. `-n 0` runs everything in this one process, each
