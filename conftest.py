@@ -168,10 +168,11 @@ _COLUMNS = {"nbval": "here (nbval)", "colab": "Colab branch", "browser": "browse
 
 def pytest_runtest_logreport(report):
     """Add a report's seconds (set-up, call and tear-down) to its lab and pass, or to the unit tests."""
-    path, _, rest = report.nodeid.partition("::")
-    name = Path(path).stem if path.endswith(".ipynb") else rest.partition("[")[2].rstrip("]").removesuffix(".ipynb")
+    path = report.nodeid.split("::")[0]
+    lab = _lab(report.nodeid)
+    name = lab[0] if lab else ""   # a pass's own tests (its set-up) go in the table's "set-up" row
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
-    _TIMES[(name if kind != "unit" else "", kind)] += report.duration
+    _TIMES[(name, kind)] += report.duration
     if kind != "unit" and getattr(report, "start", None):  # the worker: xdist's reports carry their node
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "")
         _SPANS.append((report.start, report.stop, name, kind, worker))

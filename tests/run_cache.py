@@ -82,7 +82,7 @@ def folder():
 
 def _library_source():
     """The utils package's files (the copy this process imported) and the versions of the libraries a
-    run goes through."""
+    run goes through (a launched run's too: accelerate, peft, datasets, safetensors)."""
     import sys
     from importlib import metadata
 
@@ -90,7 +90,7 @@ def _library_source():
     utils = Path(sys.modules["utils"].__file__).resolve().parent
     for p in sorted(utils.rglob("*.py")):
         h.update(str(p.relative_to(utils)).encode() + p.read_bytes())
-    for name in ("torch", "numpy", "transformers", "trl"):
+    for name in ("torch", "numpy", "transformers", "trl", "accelerate", "peft", "datasets", "safetensors"):
         try:
             h.update(f"{name}={metadata.version(name)};".encode())
         except metadata.PackageNotFoundError:
@@ -466,13 +466,12 @@ def _data_files():
 
 def cached_launch_run(run):
     """utils.rl.launch.run (Lab 08: a training in launched processes, 1 or 2 of them) with the run cache around
-    it. Keyed by its arguments but `out` and `timeout`, the data folder by content, accelerate's and peft's
-    versions beside the library's, and this kernel's thread count (the processes inherit its environment).
+    it. Keyed by its arguments but `out` and `timeout`, the data folder by content, the library and the
+    versions key() holds, and this kernel's thread count (the processes inherit its environment).
     A hit writes back the files the computed call left in `out` (each rank's weights, result.json) and
     returns what it returned."""
     import functools
     import inspect
-    from importlib import metadata
 
     sig = inspect.signature(run)
 
@@ -480,14 +479,8 @@ def cached_launch_run(run):
     def wrapper(*args, **kwargs):
         a = sig.bind(*args, **kwargs)
         a.apply_defaults()
-        versions = []
-        for name in ("accelerate", "peft", "datasets", "safetensors"):
-            try:
-                versions.append(f"{name}={metadata.version(name)}")
-            except metadata.PackageNotFoundError:
-                versions.append(f"{name}=-")
-        k = key("launch.run", versions, {n: v for n, v in a.arguments.items() if n not in ("out", "timeout")},
-                _data_files(), global_rng=False)
+        k = key("launch.run", {n: v for n, v in a.arguments.items() if n not in ("out", "timeout")}, _data_files(),
+                global_rng=False)
         out = Path(os.path.abspath(a.arguments["out"]))
         with computing(k):
             hit = load(k, restore_rng=False)
