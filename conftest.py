@@ -4,7 +4,9 @@ What runs. `python -m pytest` runs the unit tests and every solution notebook un
 environment. Two passes run only when asked, and always in CI (.ci/run):
   --browser  every lab (labs/) in JupyterLab in headless Chromium (tests/test_browser.py);
   --colab    every solution down the setup cell's Colab branch in a stand-in for Colab's runtime
-             (tests/test_colab.py; builds a 5.4 GB virtual environment the first time).
+             (tests/test_colab.py; builds a 5.4 GB virtual environment the first time);
+  --checks   the lower-bounds, newcomer and drift checks, each in an environment of its own
+             (tests/test_environments.py; installs three virtual environments the first time).
 Asked for, a pass whose tools are missing fails instead of skipping.
 
 Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). A lab's
@@ -58,7 +60,7 @@ if os.environ[ENV].lower() not in ("", "0", "off") and "RLVR_LABS_IPYTHONDIR" no
     _MADE.append(tempfile.mkdtemp(prefix="rlvr-labs-ipython-"))
     os.environ["IPYTHONDIR"] = os.environ["RLVR_LABS_IPYTHONDIR"] = _run_cache.kernel_startup_dir(_MADE[-1])
 
-PASSES = {"browser": "tests/test_browser.py", "colab": "tests/test_colab.py"}
+PASSES = {"browser": "tests/test_browser.py", "colab": "tests/test_colab.py", "checks": "tests/test_environments.py"}
 # Under xdist each worker's notebook kernels (nbval's, the Colab stand-in's, JupyterLab's, and what they
 # start) get cores / workers torch threads, so that the labs two workers run side by side share the cores.
 # Set at import, in each worker, and passed down to every process it starts.
@@ -82,6 +84,9 @@ def pytest_addoption(parser):
                     help="also run every lab in JupyterLab in headless Chromium (tests/test_browser.py)")
     group.addoption("--colab", action="store_true",
                     help="also run every solution down the Colab branch in the Colab stand-in (tests/test_colab.py)")
+    group.addoption("--checks", action="store_true",
+                    help="also run the lower-bounds, newcomer and drift checks in environments of their own "
+                         "(tests/test_environments.py)")
     group.addoption("--skip-solutions", action="store_true",
                     help="leave out the solutions under nbval here (CI, until the labs fit its budget twice)")
 
@@ -113,21 +118,27 @@ def _lab(nodeid):
 
 def _order(nodeid):
     """Where a test goes: the verifier tests and then Lab 02 (-1), the other unit tests (0), the passes' own
-    tests (1: the Colab stand-in's set-up, the README in the browser), then each lab's tests in turn (2)."""
+    tests (1: the Colab stand-in's set-up, the README in the browser), then each lab's tests in turn (2), then
+    the parts of the checks in other environments (3: their environments install while the rest runs)."""
     path = nodeid.split("::")[0]
     lab = _lab(nodeid)
     if lab:
         return (-1 if lab[0].startswith(SANDBOXING_LAB) else 2, 1, lab[0], lab[1])
     if path in SANDBOXING:
         return (-1, 0, "", 0)
+    if path == PASSES["checks"]:
+        return (3, 0, "", 0)
     return (1 if path in PASSES.values() else 0, 0, "", 0)
 
 
 def _scope(nodeid):
-    """xdist's unit of work of a test: a lab (all its passes), the sandboxing unit, or a unit-test file."""
+    """xdist's unit of work of a test: a lab (all its passes), the sandboxing unit, one part of a check in
+    another environment, or a unit-test file."""
     order, lab = _order(nodeid), _lab(nodeid)
     if order[0] < 0:
         return "sandboxing"
+    if order[0] == 3:
+        return nodeid
     return f"lab {lab[0]}" if lab else nodeid.split("::")[0]
 
 
@@ -172,8 +183,10 @@ def pytest_runtest_logreport(report):
     lab = _lab(report.nodeid)
     name = lab[0] if lab else ""   # a pass's own tests (its set-up) go in the table's "set-up" row
     kind = "nbval" if path.endswith(".ipynb") else next((k for k, f in PASSES.items() if f == path), "unit")
+    if kind == "checks":
+        name = report.nodeid.partition("[")[2].rstrip("]")  # the part: lowest-units, newcomer, ...
     _TIMES[(name, kind)] += report.duration
-    if kind != "unit" and getattr(report, "start", None):  # the worker: xdist's reports carry their node
+    if kind not in ("unit", "checks") and getattr(report, "start", None):  # xdist's reports carry their node
         worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "")
         _SPANS.append((report.start, report.stop, name, kind, worker))
 
@@ -215,14 +228,18 @@ def pytest_terminal_summary(terminalreporter, config):
         return
     w = terminalreporter
     w.section("rlvr-labs: seconds per lab and pass (xdist: the sum over workers; wall clock at the end)")
-    labs = sorted({lab for (lab, _), v in _TIMES.items() if lab and v >= 0.05})  # a skipped pass takes ~0 s
+    labs = sorted({lab for (lab, k), v in _TIMES.items() if lab and k != "checks" and v >= 0.05})  # skipped: ~0 s
     w.line(f"{'':40s}" + "".join(f"{c:>15s}" for c in _COLUMNS.values()))
     for lab in labs:
         w.line(f"{lab[:40]:40s}" + "".join(f"{_TIMES.get((lab, k), 0):15.1f}" for k in _COLUMNS))
-    other = {k: v for (lab, k), v in _TIMES.items() if not lab and k != "unit"}
+    other = {k: v for (lab, k), v in _TIMES.items() if not lab and k in _COLUMNS}
     w.line(f"{'set-up and other tests of the passes':40s}" + "".join(f"{other.get(k, 0):15.1f}" for k in _COLUMNS))
     w.line(f"{'in all':40s}" + "".join(f"{sum(v for (lab, kk), v in _TIMES.items() if kk == k):15.1f}"
                                          for k in _COLUMNS))
+    checks = {lab: v for (lab, k), v in _TIMES.items() if k == "checks" and v >= 0.05}
+    if checks:
+        w.line("checks in environments of their own (--checks): "
+               + ", ".join(f"{p} {v:.1f} s" for p, v in checks.items()))
     w.line(f"unit tests: {_TIMES.get(('', 'unit'), 0):.1f} s over {_workers(config)} worker(s); wall clock "
            f"{time.time() - getattr(config, '_rlvr_started', time.time()):.1f} s")
     _ledger_table(w)
