@@ -44,7 +44,8 @@ def knob_configs():
     away = dict(group_size=4, batch_size=48, steps=7, max_completions=100, lr=3e-4, warmup_steps=2, temperature=0.7,
                 max_new_tokens=12, eps_low=0.1, eps_high=0.28, beta=0.04, loss_type="dr_grpo", scale_std=False,
                 updates_per_batch=2, entropy_coef=0.01, top_entropy_frac=0.2, mask_truncated=True,
-                max_grad_norm=0.5, seed=3)
+                max_grad_norm=0.5, seed=3, cispo_cap=4.0, sapo_tau_pos=0.7, sapo_tau_neg=1.3, vespo_k_pos=1.5,
+                vespo_lambda_pos=2.5, vespo_k_neg=3.5, vespo_lambda_neg=1.5)
     return {f"knob {k}": GRPOConfig(**{k: v, **({"batch_size": 32} if k == "group_size" else {})})
             for k, v in away.items()}
 
@@ -68,6 +69,15 @@ def test_every_lab_config_maps(tmp_path):
         t = to_trl_config(cfg, str(tmp_path))
         for field, value in trl_kwargs(cfg).items():
             assert getattr(t, field) == value, (name, field)
+
+
+def test_cispo_cap_is_mapped_by_meaning(tmp_path):
+    """TRL reads epsilon_high as CISPO's cap under loss_type='cispo': ours sends cispo_cap there, not clip-higher
+    (0.28 there would scale every token's gradient by 0.28), and clip-higher everywhere else."""
+    t = to_trl_config(GRPOConfig(loss_type="cispo", eps_high=0.28, cispo_cap=4.0), str(tmp_path))
+    assert (t.loss_type, t.epsilon_high) == ("cispo", 4.0)
+    t = to_trl_config(GRPOConfig(loss_type="dapo", eps_high=0.28, cispo_cap=4.0), str(tmp_path))
+    assert t.epsilon_high == 0.28
 
 
 def test_knob_values_by_hand(tmp_path):

@@ -46,8 +46,9 @@ LENGTHS = [5, 3, 1, 4, 2, 5, 4, 3]  # completion lengths, EOS included
 REWARDS = [1.0, 0.0, 0.0, 1.0, 0.5, 1.0, 0.0, 0.0]
 BETA = 0.04
 SEQ_SHIFT = [0.4, -0.4, 0.5, 0.05, -0.3, 0.02, -0.1, 0.3]  # log pi - log pi_old per sequence, off-policy
-# (loss_type, ratio_level): every loss at both levels, but luspo, which is sequence-level only
-COMBOS = [(t, "token") for t in LOSS_TYPES if t != "luspo"] + [(t, "sequence") for t in LOSS_TYPES]
+# (loss_type, ratio_level): every loss at both levels, but luspo, which is sequence-level only, and vespo, which
+# makes its own sequence weight from token ratios (token level only)
+COMBOS = [(t, "token") for t in LOSS_TYPES if t != "luspo"] + [(t, "sequence") for t in LOSS_TYPES if t != "vespo"]
 
 
 def make_batch():
@@ -171,9 +172,14 @@ def test_trl_loss_matches_ours(shipped, tmp_path, loss_type, level, beta, eps):
     assert trainer.importance_sampling_level == level and trainer.loss_type == loss_type
     old = b["old"] if level == "token" else b["old_seq"]
 
+    _agree(trainer, b, cfg, old)
+
+
+def _agree(trainer, b, cfg, old):
+    """TRL's loss and gradient on batch b equal ours, on-policy and off-policy (old: the sampling log-probs)."""
     def ours(logp, old):
         return policy_loss(logp, old, b["ref"], b["adv"], b["mask"], cfg.eps_low, cfg.eps_high, cfg.beta,
-                           cfg.loss_type, cfg.max_new_tokens, level=cfg.ratio_level)
+                           cfg.loss_type, cfg.max_new_tokens, level=cfg.ratio_level, **cfg.objective_params())
 
     for name, theirs, mine in [
         ("on-policy", lambda lp: trl_loss(trainer, b, lp), lambda lp: ours(lp, lp.detach())),
@@ -184,6 +190,30 @@ def test_trl_loss_matches_ours(shipped, tmp_path, loss_type, level, beta, eps):
         assert_same(v_trl, v_ours, f"{name} loss")
         assert_same(g_trl, g_ours, f"{name} gradient")
         assert g_ours.abs().sum() > 0 and (g_ours[b["mask"] == 0] == 0).all()
+
+
+# the loss zoo away from TRL's defaults, where each parameter binds on this batch (checked below)
+ZOO = [("cispo", "token", dict(cispo_cap=1.1)), ("cispo", "sequence", dict(cispo_cap=1.1)),
+       ("sapo", "token", dict(sapo_tau_pos=2.0, sapo_tau_neg=0.5)),
+       ("sapo", "sequence", dict(sapo_tau_pos=0.5, sapo_tau_neg=3.0)),
+       ("vespo", "token", dict(vespo_k_pos=1.5, vespo_lambda_pos=2.5, vespo_k_neg=4.0, vespo_lambda_neg=1.0))]
+
+
+@pytest.mark.parametrize("beta", [0.0, BETA])
+@pytest.mark.parametrize("loss_type,level,params", ZOO, ids=[f"{t}-{lv}" for t, lv, _ in ZOO])
+def test_trl_loss_zoo_parameters_match_ours(shipped, tmp_path, loss_type, level, params, beta):
+    """CISPO's cap (sent as TRL's epsilon_high), SAPO's two temperatures and VESPO's k and lambda reach TRL's loss as
+    they reach ours: value and gradient agree away from the defaults too."""
+    b = make_batch()
+    cfg = GRPOConfig(batch_size=8, group_size=G, max_new_tokens=MAX_NEW, beta=beta, loss_type=loss_type,
+                     ratio_level=level, **params)
+    trainer = make_trainer(shipped, cfg, tmp_path)
+    if loss_type == "cispo":
+        assert trainer.epsilon_high == params["cispo_cap"]
+        old = b["old"] if level == "token" else b["old_seq"]
+        r = torch.exp(log_ratio(b["logp"], old, b["mask"], level)).expand(-1, T) * b["mask"]
+        assert ((r > params["cispo_cap"]) & (b["adv"][:, None] > 0)).any()  # the cap binds somewhere
+    _agree(trainer, b, cfg, b["old"] if level == "token" else b["old_seq"])
 
 
 def test_bias_corrected_kl_is_a_different_objective(shipped, tmp_path):
@@ -256,8 +286,8 @@ def test_top_entropy_tokens_are_normalised_differently(shipped, tmp_path, loss_t
     args = (b["old"], b["ref"], b["adv"])
     v_trl = trl_loss(trainer, b, b["logp"], b["old"], b["entropy"])
     v_ours = policy_loss(b["logp"], *args, kept, 0.2, 0.2, BETA, loss_type, MAX_NEW)
-    trl_form = aggregate(per_token_loss(b["logp"], *args, 0.2, 0.2, 0.0) * kept + BETA * kl_k3(b["logp"], b["ref"]),
-                         b["mask"], loss_type, MAX_NEW)
+    trl_form = aggregate(per_token_loss(b["logp"], *args, 0.2, 0.2, 0.0, "token", b["mask"], loss_type) * kept
+                         + BETA * kl_k3(b["logp"], b["ref"]), b["mask"], loss_type, MAX_NEW)
     assert_same(v_trl, trl_form, "TRL's top-entropy loss")
     with pytest.raises(AssertionError):  # 13 of 27 tokens kept; TRL vs ours: grpo 0.1381 vs 0.1548,
         assert_same(v_trl, v_ours, "loss")  # dapo -0.1248 vs -0.2631, dr_grpo -0.0702 vs -0.0713

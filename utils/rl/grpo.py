@@ -1,6 +1,7 @@
 """GRPO's maths (DeepSeekMath, arXiv 2402.03300), with the DAPO (arXiv 2503.14476), Dr. GRPO
 (arXiv 2503.20783), GSPO (one importance ratio per sequence, arXiv 2507.18071) and LUSPO (GSPO with each
-sequence's loss scaled by its length, arXiv 2602.05261) variants as options, and the one config of an
+sequence's loss scaled by its length, arXiv 2602.05261) variants as options, the other objectives TRL 1.16
+ships under loss_type (CISPO, SAPO, VESPO: the loss zoo, OBJECTIVES below), and the one config of an
 experiment. The training loop that uses them is loop.py. The maths is the first screen of this file.
 """
 import math
@@ -11,7 +12,19 @@ import torch
 
 from utils import checks
 
-LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "luspo")
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "luspo", "bnpo", "cispo", "sapo", "vespo")  # TRL 1.16's names
+# What each loss_type optimises per token (per_token_loss) and how it averages (aggregate), as TRL does:
+#   clip   PPO's clipped surrogate (arXiv 1707.06347): grpo, dapo, dr_grpo, luspo, bnpo
+#   cispo  the ratio itself clipped and detached, times A log pi (MiniMax-M1, arXiv 2506.13585)
+#   sapo   a sigmoid gate instead of the clip (Soft Adaptive Policy Optimization, arXiv 2511.20347)
+#   vespo  a gamma-shaped weight of the sequence's whole ratio, times A log pi (VESPO, as TRL 1.16 has it)
+OBJECTIVES = {"grpo": "clip", "dapo": "clip", "dr_grpo": "clip", "luspo": "clip", "bnpo": "clip",
+              "cispo": "cispo", "sapo": "sapo", "vespo": "vespo"}
+AGGREGATES = {"bnpo": "dapo", "cispo": "dapo", "vespo": "dapo", "sapo": "grpo"}  # the rest: their own name
+# each objective's own parameters (GRPOConfig fields of the same names; TRL's defaults)
+OBJECTIVE_PARAMS = {"cispo": {"cispo_cap": 5.0}, "sapo": {"sapo_tau_pos": 1.0, "sapo_tau_neg": 1.05},
+                    "vespo": {"vespo_k_pos": 2.0, "vespo_lambda_pos": 3.0, "vespo_k_neg": 3.0,
+                              "vespo_lambda_neg": 2.0}}
 BASELINES = ("mean", "median")
 RATIO_LEVELS = ("token", "sequence")
 
@@ -140,7 +153,8 @@ def log_ratio(logp, old_logp, mask=None, level="token"):
     return ((d * m).sum(1) / m.sum(1).clamp(min=1))[:, None]            # [N, 1]
 
 
-def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None):
+def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None,
+                   loss_type="grpo", **params):
     """GRPO's per-token loss, before any averaging (PPO's clipped surrogate, arXiv 1707.06347, plus a KL
     penalty). logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
     policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N], one per completion, or
@@ -149,16 +163,64 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
         l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
     with ratio_t = exp(logp_t - old_logp_t), or with level "sequence" one ratio for all of a sequence's
     tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that.
+
+    loss_type picks the objective in place of the clipped surrogate (OBJECTIVES; params are its
+    OBJECTIVE_PARAMS, by name; sg = no gradient through it):
+      cispo  -sg(min(ratio, cispo_cap)) * A * logp: every token keeps a gradient, its weight capped
+      sapo   -sigmoid(tau * (ratio - 1)) * 4 / tau * A, tau = sapo_tau_pos where A > 0, else sapo_tau_neg:
+             the gradient is A's at ratio 1 and fades smoothly away from it instead of stopping at a clip
+      vespo  -sg(phi(w)) * A * logp, w = exp(sum of the sequence's log-ratios), phi(w) = e^lam w^k e^(-lam w)
+             (1 at w = 1), k, lam = vespo_k_pos, vespo_lambda_pos where A >= 0, else the _neg pair
     """
     logp, old_logp, ref_logp = _logps("per_token_loss", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
     a = _advantages("per_token_loss", adv, logp)                       # [N, 1] or [N, T]
     eps_low, eps_high = (checks.number("per_token_loss", n, v, lo=0) for n, v in (("eps_low", eps_low),
                                                                                   ("eps_high", eps_high)))
     beta = checks.number("per_token_loss", "beta", beta, lo=0)
-    ratio = torch.exp(log_ratio(logp, old_logp, mask, level))          # [N, T], or [N, 1] per sequence
-    surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
+    objective, params = _objective("per_token_loss", loss_type, params)
     kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
+    if objective == "vespo":
+        return -_vespo_weight(logp, old_logp, a, mask, params) * a * logp + beta * kl
+    ratio = torch.exp(log_ratio(logp, old_logp, mask, level))          # [N, T], or [N, 1] per sequence
+    if objective == "cispo":
+        surr = torch.clamp(ratio, max=params["cispo_cap"]).detach() * a * logp
+    elif objective == "sapo":
+        tau = torch.where(a > 0, params["sapo_tau_pos"], params["sapo_tau_neg"])
+        surr = torch.sigmoid(tau * (ratio - 1)) * 4 / tau * a
+    else:
+        surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
     return -surr + beta * kl                                            # [N, T]
+
+
+def _objective(where, loss_type, params):
+    """(objective, its parameters with defaults filled in) for loss_type; a ValueError names an unknown
+    loss_type, a parameter the objective does not take, or a value out of range (all must be > 0)."""
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"{where}: loss_type must be one of {LOSS_TYPES}, got {checks._short(loss_type)}")
+    objective = OBJECTIVES[loss_type]
+    allowed = OBJECTIVE_PARAMS.get(objective, {})
+    extra = sorted(set(params) - set(allowed))
+    if extra:
+        raise ValueError(f"{where}: loss_type {loss_type!r} takes no {extra}" + (
+            f" (its parameters: {sorted(allowed)})" if allowed else ""))
+    return objective, {n: checks.number(where, n, params.get(n, d), lo=0, lo_open=True) for n, d in allowed.items()}
+
+
+def _vespo_weight(logp, old_logp, a, mask, params):
+    """VESPO's weight phi(w), no gradient: [N, 1] for adv [N, 1] (or [N, T] for one advantage per token).
+    w is the sequence's whole ratio (the product of its token ratios, not GSPO's geometric mean), in log space
+    and clamped as TRL 1.16 does (each log-ratio to [-20, 20], log w to [log 1e-8, 20])."""
+    if mask is None:
+        raise ValueError("per_token_loss: loss_type 'vespo' needs the mask: its weight sums each sequence's "
+                         "log-ratios over its own tokens")
+    m = _mask("per_token_loss", mask, logp).to(logp.dtype)
+    with torch.no_grad():
+        seq = (torch.clamp(logp - old_logp, -20.0, 20.0) * m).sum(-1, keepdim=True)    # [N, 1]
+        log_w = torch.clamp(seq, math.log(1e-8), 20.0)
+        nonneg = a >= 0
+        k = torch.where(nonneg, params["vespo_k_pos"], params["vespo_k_neg"])
+        lam = torch.where(nonneg, params["vespo_lambda_pos"], params["vespo_lambda_neg"]).clamp(min=1e-4)
+        return torch.exp(lam + k * log_w - lam * torch.exp(log_w)).nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _advantages(where, adv, logp):
@@ -177,12 +239,17 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
       dapo     sum over all tokens / number of tokens in the batch          (token-level, arXiv 2503.14476)
       dr_grpo  sum over all tokens / (N * max_len), max_len a constant       (arXiv 2503.20783)
       luspo    sum over each sequence's tokens, then mean over sequences    (arXiv 2602.05261)
+    and, as TRL averages them: bnpo, cispo and vespo as dapo (with one process and no gradient accumulation
+    TRL's bnpo, local tokens, equals its dapo, the generation batch's), sapo as grpo.
     grpo gives each token of a long sequence less weight than a short one's: a length bias. With one ratio
     per sequence (GSPO) grpo weighs every sequence alike whatever its length; luspo weighs it by its length."""
     if not isinstance(per_token, torch.Tensor) or per_token.dim() != 2:
         raise ValueError(f"aggregate: per_token must be a [N, T] tensor, got {_what(per_token)}")
     mask = _mask("aggregate", mask, per_token)
     m = mask.to(per_token.dtype)
+    if not isinstance(loss_type, str) or loss_type not in LOSS_TYPES:
+        raise ValueError(f"aggregate: loss_type must be one of {LOSS_TYPES}, got {checks._short(loss_type)}")
+    loss_type = AGGREGATES.get(loss_type, loss_type)
     if loss_type == "grpo":
         return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
     if loss_type == "dapo":
@@ -210,22 +277,26 @@ def token_weights(mask, loss_type="grpo", max_len=None):
 
 
 def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, beta=0.0,
-                loss_type="grpo", max_len=None, level="token"):
+                loss_type="grpo", max_len=None, level="token", **params):
     """The GRPO loss, a scalar: aggregate(per_token_loss(...), mask, loss_type, max_len). Shapes as in
     per_token_loss; mask [N, T] is 1 on the completion tokens the loss uses (EOS included). Lab 01's
-    exercise writes this function; the training loop calls it with these ten arguments, and with
+    exercise writes this function; the training loop calls it with these ten arguments, with
     level="sequence" as well when the config asks for one ratio per sequence (GSPO: loss_type "grpo";
-    LUSPO: "luspo")."""
-    return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta, level, mask), mask,
-                     loss_type, max_len)
+    LUSPO: "luspo"), and with the objective's parameters by name for cispo, sapo and vespo
+    (OBJECTIVE_PARAMS)."""
+    return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta, level, mask,
+                                    loss_type, **params), mask, loss_type, max_len)
 
 
 @torch.no_grad()
-def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="token"):
+def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="token", loss_type="grpo",
+               cispo_cap=5.0):
     """Monitoring numbers for one update, on the tokens the loss used (mask [N, T]; shapes as in
     per_token_loss). The loop computes them once, whoever's loss function ran:
     clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective; with
-               level "sequence", a token counts as clipped when its sequence's ratio is)
+               level "sequence", a token counts as clipped when its sequence's ratio is); under cispo, whose
+               weight was capped (ratio > cispo_cap where A > 0, as TRL's cispo_clip_ratio); 0 under sapo
+               and vespo, which have no hard clip
     kl         mean k3 KL to the reference per token"""
     logp, old_logp, ref_logp = _logps("loss_stats", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
     a = _advantages("loss_stats", adv, logp)                           # [N, 1] or [N, T]
@@ -234,8 +305,14 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
                                                                               ("eps_high", eps_high)))
     m = mask.to(logp.dtype)
     n = m.sum().clamp(min=1)
+    objective, _ = _objective("loss_stats", loss_type, {})
     ratio = torch.exp(log_ratio(logp, old_logp, mask, level))
-    clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
+    if objective == "cispo":
+        clipped = (ratio > checks.number("loss_stats", "cispo_cap", cispo_cap, lo=0, lo_open=True)) & (a > 0)
+    elif objective == "clip":
+        clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
+    else:
+        clipped = torch.zeros_like(ratio * a, dtype=torch.bool)
     return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
 
 
@@ -269,8 +346,15 @@ class GRPOConfig:
     eps_low: float = 0.2
     eps_high: float = 0.2
     beta: float = 0.0
-    loss_type: str = "grpo"        # grpo, dapo, dr_grpo, luspo (luspo needs ratio_level "sequence")
+    loss_type: str = "grpo"        # grpo, dapo, dr_grpo, luspo (needs ratio_level "sequence"), bnpo, cispo, sapo, vespo
     ratio_level: str = "token"     # "sequence": one importance ratio per completion (GSPO, arXiv 2507.18071)
+    cispo_cap: float = 5.0         # CISPO's cap on the (detached) ratio (ScaleRL, arXiv 2510.13786, suggests 5)
+    sapo_tau_pos: float = 1.0      # SAPO's gate temperature where A > 0 (arXiv 2511.20347; TRL's default)
+    sapo_tau_neg: float = 1.05     # ... and where A <= 0
+    vespo_k_pos: float = 2.0       # VESPO's weight phi(w) = e^lam w^k e^(-lam w) where A >= 0 (TRL's defaults)
+    vespo_lambda_pos: float = 3.0
+    vespo_k_neg: float = 3.0       # ... and where A < 0
+    vespo_lambda_neg: float = 2.0
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
@@ -295,6 +379,12 @@ class GRPOConfig:
 
     def __post_init__(self):
         self.validate()
+
+    def objective_params(self):
+        """{name: value} of the objective's parameters that the loss function gets by name (OBJECTIVE_PARAMS:
+        cispo_cap for cispo, the temperatures for sapo, k and lambda for vespo; none for the clipped
+        objectives, so that a learner's ten-argument policy_loss still fits them)."""
+        return {name: getattr(self, name) for name in OBJECTIVE_PARAMS.get(OBJECTIVES[self.loss_type], {})}
 
     def validate(self):
         """Raise ValueError naming the field and what is allowed; called before any training. NumPy scalars are
@@ -328,6 +418,12 @@ class GRPOConfig:
         if self.loss_type == "luspo" and self.ratio_level != "sequence":
             bad("loss_type", "'luspo' scales a sequence-level loss by length: it needs ratio_level='sequence' "
                              "(as TRL's importance_sampling_level='sequence')")
+        if self.loss_type == "vespo" and self.ratio_level != "token":
+            bad("loss_type", "'vespo' makes its own sequence-level weight from the token ratios: it needs "
+                             "ratio_level='token' (TRL warns likewise)")
+        for params in OBJECTIVE_PARAMS.values():
+            for name in params:
+                real(name, lambda v: v > 0, "must be a finite number > 0")
         if self.baseline not in BASELINES:
             bad("baseline", f"must be one of {BASELINES}")
         for name in ("lr", "eps_low", "eps_high", "temperature"):

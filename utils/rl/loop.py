@@ -50,6 +50,11 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
         raise ValueError(f"train_grpo: cfg.ratio_level={cfg.ratio_level!r} passes loss_fn a keyword `level`, and "
                          f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it a level='token' parameter "
                          f"(see grpo.policy_loss) or set ratio_level='token'")
+    for name in cfg.objective_params():
+        if not _takes(loss_fn, name):
+            raise ValueError(f"train_grpo: cfg.loss_type={cfg.loss_type!r} passes loss_fn the keyword `{name}`, and "
+                             f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it **params and pass them "
+                             f"on to grpo.per_token_loss (see grpo.policy_loss), or pick another loss_type")
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
     for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
         fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
@@ -209,7 +214,7 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     mask = high_entropy_mask(ent.detach(), mask, cfg.top_entropy_frac)                  # [N, T]
     level = {} if cfg.ratio_level == "token" else {"level": cfg.ratio_level}  # a 10-argument loss_fn still fits
     loss = loss_fn(logp, ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.beta,
-                   cfg.loss_type, cfg.max_new_tokens, **level)
+                   cfg.loss_type, cfg.max_new_tokens, **level, **cfg.objective_params())
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ValueError(f"train_grpo: loss_fn must return the loss as one number (a 0-dim tensor), got "
                          f"{tuple(loss.shape) if isinstance(loss, torch.Tensor) else checks._short(loss)}")
@@ -223,7 +228,8 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
     if cfg.max_grad_norm > 0:
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
     opt.step()
-    stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.ratio_level)
+    stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.ratio_level,
+                       cfg.loss_type, cfg.cispo_cap)
     return loss.detach(), stats, ent.detach()
 
 

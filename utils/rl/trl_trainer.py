@@ -6,8 +6,11 @@ back under train_grpo's names (TRL_KEYS), so both runs share one plot.
 TRL 1.16's loss options, each set explicitly so that TRL optimises utils.rl.grpo.policy_loss (TRL's
 default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against ours):
   loss_type = ours [dapo]: grpo, dapo, dr_grpo have our normalisations (dapo: tokens of the generation
-      batch, = this batch with one process and gradient_accumulation_steps = 1; dr_grpo: N * max_new_tokens)
-  epsilon, epsilon_high = eps_low, eps_high [0.2, None = epsilon]; delta = None [None]: no two-sided clip
+      batch, = this batch with one process and gradient_accumulation_steps = 1; dr_grpo: N * max_new_tokens);
+      bnpo, cispo, sapo, vespo (the loss zoo) our per_token_loss's objectives, each checked against TRL's
+  epsilon, epsilon_high = eps_low, eps_high [0.2, None = epsilon], but epsilon_high = cispo_cap under cispo,
+      where TRL reads it as CISPO's cap; sapo_temperature_*, vespo_* = ours [TRL's defaults, also ours];
+      delta = None [None]: no two-sided clip
   importance_sampling_level = ratio_level [token]: a ratio per token, or GSPO's one per sequence
   use_bias_correction_kl = False [True]: True multiplies the k3 KL by pi/pi_old,
       which changes the loss off-policy and the gradient always when beta > 0; ours is plain k3
@@ -69,10 +72,12 @@ KNOBS = [
     ("sampling temperature", "temperature", "temperature", "01", lambda c: c.temperature, ""),
     ("completion cap", "max_new_tokens", "max_completion_length", "06", lambda c: c.max_new_tokens, ""),
     ("clip range (low)", "eps_low", "epsilon", "01", lambda c: c.eps_low, ""),
-    ("clip-higher", "eps_high", "epsilon_high", "04", lambda c: c.eps_high, "DAPO, arXiv 2503.14476"),
+    ("clip-higher", "eps_high", "epsilon_high", "04", lambda c: c.cispo_cap if c.loss_type == "cispo" else c.eps_high,
+     "DAPO, arXiv 2503.14476; under loss_type='cispo' TRL reads this field as CISPO's cap (next row)"),
     ("KL penalty", "beta", "beta", "01", lambda c: c.beta, "TRL logs the KL only when beta > 0"),
     ("loss aggregation", "loss_type", "loss_type", "06", lambda c: c.loss_type,
-     "grpo, dapo, dr_grpo, luspo (arXiv 2602.05261: with one ratio per sequence)"),
+     "grpo, dapo, dr_grpo, luspo (arXiv 2602.05261: with one ratio per sequence), bnpo; cispo, sapo, vespo "
+     "change the objective too (Lab 10)"),
     ("importance-ratio level", "ratio_level", "importance_sampling_level", "06",
      lambda c: c.ratio_level, "GSPO (arXiv 2507.18071): 'sequence'"),
     ("std scaling of advantages", "scale_std", "scale_rewards", "06",
@@ -94,6 +99,17 @@ KNOBS = [
     ("the reward functions", "reward_fn", "GRPOTrainer(reward_funcs=)", "02", None,
      "a trainer argument, same signature; several are summed with reward_weights"),
     ("LoRA adapter", "peft_config", "GRPOTrainer(peft_config=)", "08", None, "a trainer argument (peft)"),
+    # the loss zoo's own parameters (Lab 10): TRL's defaults are ours
+    ("CISPO's cap on the ratio", "cispo_cap", "epsilon_high", "10", None,
+     "mapped by meaning: sent as epsilon_high when loss_type='cispo' (ScaleRL, arXiv 2510.13786, suggests 5.0); "
+     "clip-higher's 0.28 there would scale every token's gradient by 0.28"),
+    ("SAPO's gate temperature, A > 0", "sapo_tau_pos", "sapo_temperature_pos", "10", lambda c: c.sapo_tau_pos,
+     "arXiv 2511.20347"),
+    ("SAPO's gate temperature, A <= 0", "sapo_tau_neg", "sapo_temperature_neg", "10", lambda c: c.sapo_tau_neg, ""),
+    ("VESPO's weight, A >= 0: k", "vespo_k_pos", "vespo_k_pos", "10", lambda c: c.vespo_k_pos, ""),
+    ("VESPO's weight, A >= 0: lambda", "vespo_lambda_pos", "vespo_lambda_pos", "10", lambda c: c.vespo_lambda_pos, ""),
+    ("VESPO's weight, A < 0: k", "vespo_k_neg", "vespo_k_neg", "10", lambda c: c.vespo_k_neg, ""),
+    ("VESPO's weight, A < 0: lambda", "vespo_lambda_neg", "vespo_lambda_neg", "10", lambda c: c.vespo_lambda_neg, ""),
 ]
 KNOB_MAP = [dict(zip(("concept", "ours", "trl", "lab", "to_trl", "note"), k)) for k in KNOBS]
 
