@@ -2,10 +2,10 @@
   lower-bounds (fatal): the unit tests, then Lab 01 under nbval, at the lowest versions the ranges allow (.ci/lowest);
   newcomer (fatal): labs/01 run top to bottom in the README's own learner install (.ci/newcomer);
   drift (reported, not fatal): the unit tests, then Lab 05, at the newest versions the ranges allow (.ci/drift).
-Each part is one xdist unit of work (conftest.py), after the labs, so that a worker that finishes its last lab
-takes the next part instead of idling while the other worker finishes: the checks used to run after the suite,
-three at once on two cores (CI's log at 8f01a12: 700 s after a suite of 1,376). Each part runs in one process
-at 1 torch thread (-n 0 inside), like every lab under xdist.
+Each part is one xdist unit of work, handed out among the labs longest first (conftest.py's UNIT_COST), so that
+no core idles at the end: the checks used to run after the suite, three at once on two cores (CI's log at
+8f01a12: 700 s after a suite of 1,376). Each part runs in one process at 1 torch thread (-n 0 inside), like
+every lab under xdist.
 
 Their environments install in the background while the suite starts (.ci/run, at nice 19); each install writes
 its exit status to build/<check>-install.rc, which a part waits for. Asked for outside CI, a part installs its

@@ -259,9 +259,7 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
             raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
         max_len = checks.number("aggregate", "max_len", max_len, lo=1, hi=2**31, integer=True)
         return (per_token * m).sum() / (per_token.shape[0] * max_len)
-    if loss_type == "luspo":
-        return (per_token * m).sum(1).mean()
-    raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    return (per_token * m).sum(1).mean()                                # luspo
 
 
 def token_weights(mask, loss_type="grpo", max_len=None):
@@ -290,7 +288,7 @@ def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, 
 
 @torch.no_grad()
 def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="token", loss_type="grpo",
-               cispo_cap=5.0):
+               cispo_cap=OBJECTIVE_PARAMS["cispo"]["cispo_cap"]):
     """Monitoring numbers for one update, on the tokens the loss used (mask [N, T]; shapes as in
     per_token_loss). The loop computes them once, whoever's loss function ran:
     clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective; with
@@ -348,13 +346,16 @@ class GRPOConfig:
     beta: float = 0.0
     loss_type: str = "grpo"        # grpo, dapo, dr_grpo, luspo (needs ratio_level "sequence"), bnpo, cispo, sapo, vespo
     ratio_level: str = "token"     # "sequence": one importance ratio per completion (GSPO, arXiv 2507.18071)
-    cispo_cap: float = 5.0         # CISPO's cap on the (detached) ratio (ScaleRL, arXiv 2510.13786, suggests 5)
-    sapo_tau_pos: float = 1.0      # SAPO's gate temperature where A > 0 (arXiv 2511.20347; TRL's default)
-    sapo_tau_neg: float = 1.05     # ... and where A <= 0
-    vespo_k_pos: float = 2.0       # VESPO's weight phi(w) = e^lam w^k e^(-lam w) where A >= 0 (TRL's defaults)
-    vespo_lambda_pos: float = 3.0
-    vespo_k_neg: float = 3.0       # ... and where A < 0
-    vespo_lambda_neg: float = 2.0
+    # the loss zoo's parameters (per_token_loss), at TRL's defaults (OBJECTIVE_PARAMS): CISPO's cap on the detached
+    # ratio (ScaleRL, arXiv 2510.13786, suggests 5); SAPO's gate temperatures where A > 0 and A <= 0 (arXiv
+    # 2511.20347); VESPO's phi(w) = e^lam w^k e^(-lam w), its k and lam where A >= 0 and A < 0
+    cispo_cap: float = OBJECTIVE_PARAMS["cispo"]["cispo_cap"]
+    sapo_tau_pos: float = OBJECTIVE_PARAMS["sapo"]["sapo_tau_pos"]
+    sapo_tau_neg: float = OBJECTIVE_PARAMS["sapo"]["sapo_tau_neg"]
+    vespo_k_pos: float = OBJECTIVE_PARAMS["vespo"]["vespo_k_pos"]
+    vespo_lambda_pos: float = OBJECTIVE_PARAMS["vespo"]["vespo_lambda_pos"]
+    vespo_k_neg: float = OBJECTIVE_PARAMS["vespo"]["vespo_k_neg"]
+    vespo_lambda_neg: float = OBJECTIVE_PARAMS["vespo"]["vespo_lambda_neg"]
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
