@@ -2,9 +2,11 @@
 
 What runs. `python -m pytest` runs the unit tests and every solution notebook under nbval, in this
 environment. Two passes run only when asked, and always in CI (.ci/run):
-  --browser  every lab (labs/) in JupyterLab in headless Chromium (tests/test_browser.py);
-  --colab    every solution down the setup cell's Colab branch in a stand-in for Colab's runtime
-             (tests/test_colab.py; builds a 5.4 GB virtual environment the first time);
+  --browser  every lab (labs/) in JupyterLab in headless Chromium (tests/test_browser.py), its kernel in
+             Colab's versions with the setup cell down its Colab branch;
+  --colab    the stand-in for Colab's runtime (tests/test_colab.py; builds a 5.4 GB virtual environment the
+             first time): the setup cell's install there, the widgets on ipywidgets 7, and, without
+             --browser, every solution down the Colab branch (with --browser, the browser pass is that);
   --checks   the lower-bounds, newcomer and drift checks, each in an environment of its own
              (tests/test_environments.py; installs three virtual environments the first time).
 Asked for, a pass whose tools are missing fails instead of skipping.
@@ -12,7 +14,7 @@ Asked for, a pass whose tools are missing fails instead of skipping.
 Workers and threads. pytest.ini runs the suite on pytest-xdist workers, one per core (-n auto). A lab's
 tests (its solution under nbval, then down the Colab branch, then in the browser) are one unit of xdist's
 work (pytest_xdist_make_scheduler below): one worker runs them in that order (a notebook's cells share a
-kernel; the browser loads the runs the Colab pass computed), and the workers take labs side by side, each
+kernel; the later passes load the runs the first computed), and the workers take labs side by side, each
 kernel on cores / workers torch threads (OMP_NUM_THREADS, set below; 1 on a 2-core machine). Measured here
 (2026-11-27, 2 cores, run cache off): Labs 01 and 03 under nbval side by side at 1 thread took 157 s, one
 after the other at 2 threads 224 s (1.43x); 40 GRPO steps of Lab 01 took 7.6 s at 1 thread alone and 8.0
@@ -25,9 +27,11 @@ kernel on torch's default. The unit tests go first, a file at a time on each wor
 (SANDBOXING below).
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
-more than once in the session (a lab in the browser test, the same lab's solution down the Colab
-branch) is computed once and loaded after that, with the same numbers. The notebooks' kernels get it
-through IPYTHONDIR: an IPython directory whose startup file wraps the trainers (run_cache.install).
+more than once in the session (a solution under nbval here, the same lab in the browser) is computed once
+and loaded after that, with the same numbers, where the two environments key alike: in CI's (the lock's:
+Colab's version of every library a key names) the solutions here train and the browser's Colab kernel loads.
+The notebooks' kernels get it through IPYTHONDIR: an IPython directory whose startup file wraps the trainers
+(run_cache.install).
 Set RLVR_LABS_CACHE=off to compute every run every time, or to a folder of your own to keep runs
 between sessions.
 
@@ -88,7 +92,7 @@ def pytest_addoption(parser):
                     help="also run the lower-bounds, newcomer and drift checks in environments of their own "
                          "(tests/test_environments.py)")
     group.addoption("--skip-solutions", action="store_true",
-                    help="leave out the solutions under nbval here (CI, until the labs fit its budget twice)")
+                    help="leave out the solutions under nbval here (the passes alone, e.g. after a change to them)")
 
 
 def pytest_configure(config):
@@ -118,14 +122,14 @@ def _lab(nodeid):
     return None
 
 
-# Seconds of one core each unit of work took in CI (.ci/run from a clean clone on the 2-core machine: a lab's Colab and
-# browser passes at 8f01a12, each check's part at cf44147). The labs and the checks are handed out longest first, so
+# Seconds of one core each unit of work takes in CI (a lab's solution under nbval at 1 thread, from the README's command
+# in a clean clone at b9eaa5d, plus its browser pass at 3831f80; each check's part at cf44147). The labs and the checks are handed out longest first, so
 # that the last units are short ones: xdist gives a worker its next unit before its current one ends, so a long unit
 # handed out last leaves the other worker idle while it runs (CI at cf44147: one worker idle for 262 s at the end).
 # A lab not in the table (a new one) counts as the longest. A check waits for its environment, which installs in the
 # background (about 400-590 s from the start of CI): at least CHECKS_AFTER_S seconds of labs a worker go before one.
 # The check parts are tests/test_environments.py's PARTS; a part not in the table goes last.
-UNIT_COST = {"01": 206, "03": 259, "04": 278, "05": 162, "06": 331, "07": 229, "08": 124,
+UNIT_COST = {"01": 189, "03": 283, "04": 326, "05": 167, "06": 366, "07": 236, "08": 92,
              "lowest-units": 286, "drift-units": 245, "lowest-lab": 193, "newcomer": 188, "drift-lab": 144}
 CHECKS_AFTER_S = 300
 

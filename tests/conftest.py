@@ -57,3 +57,13 @@ def pytest_report_header(config):
     from utils.setup import environment
 
     return "rlvr-labs environment: " + ", ".join(f"{k} {v}" for k, v in environment().items())
+
+
+@pytest.fixture(scope="session")
+def course_repo(tmp_path_factory):
+    """A git repository of this working tree as it is (file:// URL), which the setup cell's Colab branch clones
+    instead of GitHub (RLVR_LABS_REPO): the Colab pass's and the browser pass's."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import colab_runtime
+
+    return colab_runtime.course_snapshot(tmp_path_factory.mktemp("course-remote"))

@@ -52,6 +52,10 @@ import numpy as np
 import torch
 
 ENV = "RLVR_LABS_CACHE"
+# The libraries whose versions are part of every key: what a run goes through (a launched run's too). CI's
+# environment (requirements-lock.txt) holds the version of each that the setup cell leaves on Colab, so a run
+# keys alike here and in the browser pass's Colab kernel (tests/test_cache.py, tests/test_browser.py).
+KEYED_LIBRARIES = ("torch", "numpy", "transformers", "trl", "accelerate", "peft", "datasets", "safetensors")
 LEDGER = "ledger.jsonl"
 _WHY = {"last": ""}  # why the last key() came back None
 
@@ -90,7 +94,7 @@ def _library_source():
     utils = Path(sys.modules["utils"].__file__).resolve().parent
     for p in sorted(utils.rglob("*.py")):
         h.update(str(p.relative_to(utils)).encode() + p.read_bytes())
-    for name in ("torch", "numpy", "transformers", "trl", "accelerate", "peft", "datasets", "safetensors"):
+    for name in KEYED_LIBRARIES:
         try:
             h.update(f"{name}={metadata.version(name)};".encode())
         except metadata.PackageNotFoundError:

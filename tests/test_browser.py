@@ -8,11 +8,14 @@ answered (NN_selfcheck.png) and its first stored-file check (NN_stored_check.png
 screen (README_first_screen.png), which a test here checks holds the pitch and both ways to start.
 
 The kernel runs in Colab's runtime with ipywidgets 8 (tools/colab_runtime.py, browser_kernel): Colab's
-Python, torch, numpy and transformers, and TRL as the setup cell installs it there. So a lab here and its
-solution in tests/test_colab.py train with the same libraries, and the session's run cache computes each run
-(and each evaluation's samples) once for both passes: the suite runs the Colab pass first (nbval, the
-cheaper of the two) and this one after it (conftest.py), so here the runs are loaded, not trained.
-RLVR_LABS_BROWSER_KERNEL=here runs the kernel in this environment instead.
+Python, torch, numpy and transformers, and TRL as the setup cell installs it there; and the setup cell goes
+down its Colab branch (it clones the course from a snapshot of this working tree), so this pass is also
+every lab down the Colab branch in Colab's versions, which CI asks of it (tests/test_colab.py then skips its
+own per-solution runs). The session's run cache computes each run (and each evaluation's samples) once: a
+lab's solution under nbval goes first (conftest.py), and where the suite's environment holds the versions
+the kernel here holds of every library a run's key names (CI's does: requirements-lock.txt), the runs are
+loaded here, not trained. RLVR_LABS_BROWSER_KERNEL=here runs the kernel in this environment instead, down
+the setup cell's local branch.
 
 The kernel gets OMP_WAIT_POLICY=PASSIVE. Colab's torch (the registry's CUDA build) waits for its OpenMP
 threads by spinning; with Chromium on the same two cores a spinning thread takes the core the other one
@@ -33,6 +36,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from run_cache import KEYED_LIBRARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = sorted(p.name for p in (ROOT / "labs").glob("*.ipynb"))
@@ -113,11 +118,26 @@ def _kernel_python():
     return str(colab_runtime.browser_kernel())
 
 
+_SERVED = {}  # "work": the folder JupyterLab serves
+
+
+def _colab_branch(course_repo):
+    """The kernel's environment that sends the setup cell down its Colab branch (as tests/test_colab.py does),
+    with the constraints the kernel was built with; none in this environment's kernel."""
+    if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "colab") == "here":
+        return {}
+    cons = Path(_kernel_python()).parent.parent / "constraints.txt"
+    return {"RLVR_LABS_FORCE_COLAB": "1", "RLVR_LABS_REPO": course_repo, "PIP_CONSTRAINT": str(cons)}
+
+
 @pytest.fixture(scope="session")
-def lab_server(tmp_path_factory, session_run_cache):
+def lab_server(tmp_path_factory, session_run_cache, course_repo):
     """JupyterLab on a copy of labs/ (running cells must not write outputs into the repo), with the
-    rest of the course linked beside it as in the repo. Yields the base URL."""
-    work = tmp_path_factory.mktemp("browser")
+    rest of the course linked beside it as in the repo. In Colab's kernel the setup cell goes down its Colab
+    branch: it clones the course from a snapshot of this working tree into labs/rlvr-labs (once per server,
+    as once per Colab session), installs requirements.txt as on Colab (already there: the kernel was built
+    so) and imports the course from the clone. Yields the base URL."""
+    work = _SERVED["work"] = tmp_path_factory.mktemp("browser")
     shutil.copytree(ROOT / "labs", work / "labs")
     for entry in ROOT.iterdir():  # the rest of the course, linked as it is (utils/, data/, benchmarks/, ...)
         if entry.name not in ("labs", ".git", "build"):
@@ -128,7 +148,7 @@ def lab_server(tmp_path_factory, session_run_cache):
     (kernels / "kernel.json").write_text(json.dumps({
         "argv": [_kernel_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)", "language": "python",
-        "env": {"OMP_WAIT_POLICY": "PASSIVE"}}))  # see the module's docstring
+        "env": {"OMP_WAIT_POLICY": "PASSIVE", **_colab_branch(course_repo)}}))  # see the module's docstring
     settings = work / "settings"
     for name, value in SETTINGS.items():
         plugin, file = name.split("/")[0], name.split("/")[1]
@@ -210,6 +230,11 @@ def test_kernel_is_colab_with_widgets_8():
     want = {"torch": colab_runtime.COLAB["torch"], "numpy": colab_runtime.COLAB["numpy"],
             "transformers": colab_runtime.COLAB["transformers"], "trl": lock["trl"], "ipywidgets": lock["ipywidgets"]}
     assert {k: got[k] for k in want} == want and got["ipywidgets"].startswith("8.")
+    # every library a run's key names at the lock's version: the runs CI's environment trains load here
+    keyed = subprocess.run([_kernel_python(), "-c", "import sys, json; from importlib import metadata as m; "
+                            "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))", *KEYED_LIBRARIES],
+                           capture_output=True, text=True, check=True, cwd="/").stdout
+    assert json.loads(keyed) == {n: lock[n] for n in KEYED_LIBRARIES}
     if colab_runtime.base_python()[1] is None:  # Colab's Python is here
         assert got["python"] == colab_runtime.COLAB_PYTHON
 
@@ -227,6 +252,9 @@ def test_lab_runs_in_jupyterlab(lab_server, browser, name):
         assert not s["errors"], f"error output in {name}: {s['errors']}"
         assert not s["stderr"], f"a traceback on stderr in {name}: {s['stderr'][:2]}"
         assert not s["fallbacks"], f"widgets shown as text, not rendered, in {name}: {s['fallbacks'][:3]}"
+        if os.environ.get("RLVR_LABS_BROWSER_KERNEL", "colab") != "here":
+            assert (_SERVED["work"] / "labs" / "rlvr-labs" / "utils" / "setup.py").exists(), \
+                f"{name}: the setup cell did not go down its Colab branch (no clone of the course beside the lab)"
         assert s["views"] == s["rendered"], f"{s['views'] - s['rendered']} widget outputs did not render in {name}"
         stored = [c.outputs for c in nbformat.read(ROOT / "labs" / name, as_version=4).cells
                   if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT")]

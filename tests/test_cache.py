@@ -3,6 +3,8 @@ must give back exactly what computing would have (weights, history, random state
 it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from utils.rl.loop import train_grpo as uncached_train_grpo
 from utils.tasks.arithmetic import load_split
 from utils.verifiers.arithmetic import strict_reward
 
+ROOT = Path(__file__).resolve().parent.parent
 train_grpo = cache.cached_train_grpo(uncached_train_grpo)
 
 TINY = dict(steps=3, batch_size=16, group_size=4, lr=1e-4, eval_every=0, seed=0)
@@ -391,3 +394,31 @@ def test_the_attack_table_is_measured_every_time_and_said_so(on):
         noted(wall="broken")
     rows = [r for r in cache.ledger(on) if r["kind"] == "run_attacks"]
     assert [r["outcome"] for r in rows] == ["uncached"] * 3 and "this copy of the course" in rows[0]["why"]
+
+
+def test_the_lock_is_what_the_setup_cell_leaves_on_colab_where_a_run_is_decided():
+    """CI's environment (the lock's) and the browser pass's Colab kernel share every run only if they key alike:
+    the same version of each library a key names (run_cache.KEYED_LIBRARIES) and the same Python minor version (a
+    function is keyed by its bytecode). The lock holds, for each, the version the setup cell leaves on Colab:
+    Colab's own where it satisfies requirements.txt (the setup cell moves nothing else), the lock's where it does
+    not (TRL, which Colab lacks, and datasets, which TRL moves). tests/test_browser.py checks the built kernel."""
+    from packaging.requirements import Requirement
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_runtime
+
+    text = (ROOT / "requirements-lock.txt").read_text()
+    lock = {colab_runtime.norm(n): v for n, v in (ln.split("==") for ln in text.split() if "==" in ln)}
+    ranges = {colab_runtime.norm(r.name): r.specifier for r in (
+        Requirement(ln.split("#")[0]) for ln in (ROOT / "requirements.txt").read_text().splitlines()
+        if ln.split("#")[0].strip())}
+    colab = {colab_runtime.norm(n): v for n, v in colab_runtime.COLAB.items()}
+    for name in cache.KEYED_LIBRARIES:
+        have = colab.get(name)
+        kept = have is not None and (name not in ranges or ranges[name].contains(have))
+        if kept:
+            assert lock[name] == have, f"{name}: the lock has {lock[name]}, Colab {have}"
+        else:
+            assert name in lock, f"{name} is not in the lock"
+    assert "trl" not in colab and "datasets" in colab and not ranges["datasets"].contains(colab["datasets"])
+    made_with = text.split("Made with Python ")[1]
+    assert made_with.startswith(colab_runtime.COLAB_PYTHON + "."), made_with[:20]

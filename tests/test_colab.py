@@ -1,20 +1,23 @@
-"""The Colab branch of the setup cell, as close to Colab as we get offline, with every solution notebook
-under nbval: each notebook alone in an empty folder, in a fresh virtual environment with Colab's Python and
-Colab's versions of what the course touches, that cannot import this repo and lacks TRL
-(tools/colab_runtime.py), the setup cell forced down its Colab branch (RLVR_LABS_FORCE_COLAB=1) and
-fetching the course with git from a snapshot of this working tree (RLVR_LABS_REPO) instead of GitHub. The
-only network use is the setup cell's pip install of the requirements (trl and what it needs) from the
+"""The Colab branch of the setup cell, as close to Colab as we get offline: a fresh virtual environment
+with Colab's Python and Colab's versions of what the course touches, that cannot import this repo and
+lacks TRL (tools/colab_runtime.py), the setup cell forced down its Colab branch (RLVR_LABS_FORCE_COLAB=1)
+and fetching the course with git from a snapshot of this working tree (RLVR_LABS_REPO) instead of GitHub.
+The only network use is the setup cell's pip install of the requirements (trl and what it needs) from the
 package registry, as on Colab.
 
-Also here: the setup cell installs only what Colab lacks (a pip freeze before and after), and the widget
+Here: the stand-in cannot import the course; the setup cell installs TRL and what is new, and moves a
+package Colab has only where something TRL needs requires it (a pip freeze before and after); the widget
 unit tests pass on Colab's ipywidgets 7 (the main suite runs them on 8).
 
-A Colab badge opens the lab (labs/); its setup cell is the same cell, character for character
-(tests/test_notebooks.py), and the labs themselves run in a real browser (tests/test_browser.py), in this
-runtime with ipywidgets 8, after this pass: their runs and samples come from here through the run cache.
-The solutions also run under nbval in the suite's own environment (the lock's, in CI): another torch,
-numpy and Python, so those runs are computed again, on purpose. Runs when asked (python -m pytest --colab;
-CI always asks).
+Every lab down the Colab branch: with --browser too (as in CI), the browser pass does it
+(tests/test_browser.py): each lab (labs/, what a Colab badge opens) runs top to bottom in JupyterLab in a
+kernel of Colab's versions with the setup cell forced down its Colab branch, so the per-solution tests here
+are skipped and say so. What that leaves out: the labs' cells on ipywidgets 7 (the widget unit tests above
+cover the widgets' module there) and the solutions' own exercise answers in Colab's versions (the solutions
+run under nbval in the suite's environment, which in CI holds Colab's versions of every library a run's
+numbers depend on: requirements-lock.txt). With --colab alone, each solution runs here under nbval, each
+alone in an empty folder, its runs loaded from the session's run cache where the suite's environment keyed
+them alike. Runs when asked (python -m pytest --colab; CI always asks).
 """
 import json
 import os
@@ -32,27 +35,6 @@ import colab_runtime  # noqa: E402
 
 SOLUTIONS = sorted(p.name for p in (ROOT / "solutions").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
-
-
-def _git(*args, cwd):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-
-
-@pytest.fixture(scope="session")
-def course_repo(tmp_path_factory):
-    """A git repository holding this working tree as it is (tracked and untracked, not ignored files):
-    what `git clone` of the course would give, uncommitted edits included."""
-    repo = tmp_path_factory.mktemp("course-remote")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True, text=True).stdout.split("\0")
-    for f in filter(None, files):
-        if (ROOT / f).is_file():
-            (repo / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / f, repo / f)
-    _git("init", "-q", cwd=repo)
-    _git("add", "-A", cwd=repo)
-    _git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "snapshot", cwd=repo)
-    return f"file://{repo}"
 
 
 @pytest.fixture(scope="session")
@@ -186,8 +168,11 @@ def test_widget_unit_tests_on_colab_ipywidgets(runtime):
 
 
 @pytest.mark.parametrize("name", SOLUTIONS)
-def test_solution_runs_down_the_colab_branch(runtime, course_repo, constraints, session_run_cache, tmp_path,
-                                          name):
+def test_solution_runs_down_the_colab_branch(request, course_repo, session_run_cache, tmp_path, name):
+    if request.config.getoption("browser"):
+        pytest.skip("the browser pass runs this lab down the Colab branch in Colab's versions "
+                    "(tests/test_browser.py); run --colab without --browser to run the solutions here too")
+    runtime, constraints = request.getfixturevalue("runtime"), request.getfixturevalue("constraints")
     content = tmp_path / "content"              # Colab's working folder, empty but for the notebook
     content.mkdir()
     shutil.copy2(ROOT / "solutions" / name, content / name)

@@ -5,6 +5,7 @@ the course touches (the table below), and not TRL, which the setup cell has to i
     python tools/colab_runtime.py [FOLDER]     # default build/colab-runtime; prints the venv's python
     python tools/colab_runtime.py --spec       # print the Python and the pins it would install, and exit
     python tools/colab_runtime.py --browser    # also the browser pass's kernel (browser_kernel below)
+    python tools/colab_runtime.py --base-python  # the Python it is built with (CI's own environment's too)
 
 Used by tests/test_colab.py (which builds it when missing) and by .ci/run (which builds it while
 installing, so that the tests' time is the tests').
@@ -179,6 +180,22 @@ def lock_pins_missing_from(py):
             and norm(ln.split("==")[0]) not in have] if LOCK.exists() else []
 
 
+def course_snapshot(repo):
+    """Make `repo` a git repository holding this working tree as it is (tracked and untracked, not ignored
+    files): what `git clone` of the course would give, uncommitted edits included. The setup cell's Colab
+    branch clones it (RLVR_LABS_REPO=file://...) instead of GitHub. Returns its file:// URL."""
+    git = lambda *a, **kw: subprocess.run(["git", *a], check=True, capture_output=True, text=True, **kw)  # noqa: E731
+    repo = Path(repo)
+    for f in filter(None, git("ls-files", "-co", "--exclude-standard", "-z", cwd=ROOT).stdout.split("\0")):
+        if (ROOT / f).is_file():
+            (repo / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, repo / f)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "snapshot", cwd=repo)
+    return f"file://{repo}"
+
+
 def browser_kernel(folder=BROWSER, quiet=True):
     """The Python of the browser pass's kernel (tests/test_browser.py): the Colab stand-in as the setup cell
     leaves it, with JupyterLab's ipywidgets 8 on top. A venv of Colab's Python whose own packages come first
@@ -224,6 +241,12 @@ if __name__ == "__main__":
         py, note = base_python()
         print(f"Colab ({COLAB_SOURCE}): Python {COLAB_PYTHON}; here {py}" + (f" ({note})" if note else ""))
         print("\n".join(spec()))
+        sys.exit(0)
+    if sys.argv[1:] == ["--base-python"]:  # .ci/run builds CI's own environment with it (the lock's Python)
+        py, note = base_python()
+        if note:
+            print(note, file=sys.stderr)
+        print(py)
         sys.exit(0)
     if sys.argv[1:] == ["--browser"]:
         print(build(quiet=False))

@@ -7,6 +7,13 @@ requirements.txt and requirements-dev.txt pull in (their whole dependency closur
 CI installs through the lock (`pip install -c requirements-lock.txt -r requirements.txt ...`), so a
 green CI stays green until someone moves the lock on purpose: upgrade what you want in a fresh
 environment, run the suite, then run this script and commit the lock with the suite's result.
+The lock holds Colab's Python and, for every library a run's key names (tests/run_cache.py), the version the
+setup cell leaves on Colab: Colab's own torch, numpy, transformers, accelerate, peft and safetensors, and TRL
+with what it moves (datasets) at the lock's (tests/test_cache.py and tests/test_browser.py check). So a run the
+solutions train in CI's environment is the same computation in the browser pass, down the Colab branch, which
+loads it from the run cache instead of training it again. To move the lock, build a venv of Colab's Python
+(`python tools/colab_runtime.py --base-python`), install with those pins as constraints, run the suite, then
+this script.
 requirements.txt keeps the ranges that learners and Colab install. `.ci/drift` runs the unit tests
 and Labs 04 and 05 at the ranges' newest versions, so drift shows up by name before a lock move.
 """
@@ -58,7 +65,10 @@ def closure(names):
 def render():
     pins = closure(top_level())
     head = ["# Exact versions CI installs (tools/lock.py writes this file; edit requirements.txt for ranges).",
-            f"# Made with Python {sys.version.split()[0]}. torch is the CPU build (install it first)."]
+            f"# Made with Python {sys.version.split()[0]}, Colab's (tools/colab_runtime.py), and with the versions the",
+            "# setup cell leaves on Colab of what a run's numbers depend on (torch, numpy, transformers, TRL and",
+            "# the rest that tests/run_cache.py keys on). torch is the registry's build (CUDA libraries included;",
+            "# it runs on the CPU), as in the Colab stand-in. .ci/run builds its environment from this file."]
     return "\n".join(head + [f"{n}=={v.split('+')[0]}" for n, v in sorted(pins.items())]) + "\n"
 
 
