@@ -84,6 +84,8 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             if b.steps is not None:  # per-step credit (rollout.StepRollout): one advantage per token, [N, T]
                 adv = b.steps.outcome_weight * adv[:, None] + process_advantages(
                     b.steps.rewards, b.steps.mask, cfg.group_size, cfg.scale_std).to(device)
+            if b.weights is not None:  # a stale or mismatched sampler's importance weights (StaleRollout), [N, T]
+                adv = (adv if adv.dim() == 2 else adv[:, None]) * b.weights.to(device)
             ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
             for _ in range(cfg.updates_per_batch):                                  # 4. update
                 loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)

@@ -23,6 +23,7 @@ GroupRollout is the course's rollout: single-turn sampling of G completions per 
 completions (a multi-turn episode with a tool's answers masked out of the loss, a stale or lower-precision
 sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
 """
+import copy
 import time
 from dataclasses import dataclass, replace
 
@@ -51,6 +52,7 @@ class Batch:
     counts: dict
     prompt_idx: np.ndarray | None = None   # [N / G] the prompts drawn (None under dynamic sampling)
     steps: StepCredit | None = None        # per-step credit (StepRollout), None for one reward per completion
+    weights: torch.Tensor | None = None    # [N, T] importance weights on the advantages (StaleRollout's correction)
 
 
 @dataclass
@@ -168,6 +170,115 @@ class PrunedRollout(GroupRollout):
             return Batch(select_rows(b.ro, rows), b.rewards[rows], right,
                          {"completions_sampled": cfg.batch_size * f}, prompt_idx=b.prompt_idx)
         return pruned
+
+
+SAMPLER_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+CORRECTIONS = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")  # TRL's IS modes
+
+
+@dataclass
+class StaleRollout(GroupRollout):
+    """GroupRollout whose completions come from a sampler `lag` optimizer steps behind the policy it trains, as in
+    an asynchronous pipeline (TRL's AsyncGRPOTrainer, max_staleness), optionally held in a lower precision
+    (sampler_dtype "bfloat16" or "float16": an inference engine's numbers, the training-inference mismatch).
+
+    The sampler is a copy of the policy; before step s it gets the policy's weights of step max(0, s - lag)
+    (lag 0: this step's, the on-policy loop), cast to its dtype. Each step also measures how far the policy is
+    from the sampler on the batch (one forward pass of the policy, no gradient), into the step's record:
+    staleness (steps behind), stale_abs_log_ratio (mean |log pi_policy - log pi_sampler| a token) and
+    stale_ratio_out (share of tokens whose ratio pi_policy / pi_sampler lies outside [1 - eps_low, 1 + eps_high]).
+
+    correction None: ro.logprobs are the sampler's, so the loss's clipped ratio divides by the behaviour policy
+    and the staleness and the mismatch land in the clip. correction one of CORRECTIONS (TRL's
+    vllm_importance_sampling_mode, with is_max and is_min as its clip_max and clip_min): ro.logprobs are the
+    policy's own at sampling time (as TRL recomputes old_per_token_logps), so the clip starts at ratio 1, and each
+    token's loss is weighted by the importance ratio w = pi_policy / pi_sampler, per token or per sequence (the
+    product over its tokens), truncated to [is_min, is_max] or set to 0 outside it (masked). The loop applies
+    w as a factor on the advantages (Batch.weights), which for w >= 0 is the same as weighting each token's
+    policy loss; TRL weights the KL term too, so a correction needs cfg.beta = 0 here."""
+    lag: int = 0
+    sampler_dtype: str = "float32"
+    correction: str | None = None
+    is_max: float | None = 3.0     # TRL's vllm_importance_sampling_clip_max default
+    is_min: float | None = None
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        from collections import deque
+
+        from utils.models.policy import completion_logprobs
+
+        lag = checks.number("StaleRollout", "lag", self.lag, lo=0, hi=1000, integer=True)
+        if self.sampler_dtype not in SAMPLER_DTYPES:
+            raise ValueError(f"StaleRollout: sampler_dtype must be one of {sorted(SAMPLER_DTYPES)}, got "
+                             f"{checks._short(self.sampler_dtype)}")
+        if self.correction is not None and self.correction not in CORRECTIONS:
+            raise ValueError(f"StaleRollout: correction must be None or one of {CORRECTIONS}, got "
+                             f"{checks._short(self.correction)}")
+        hi = None if self.is_max is None else checks.number("StaleRollout", "is_max", self.is_max, lo=0, lo_open=True)
+        lo = None if self.is_min is None else checks.number("StaleRollout", "is_min", self.is_min, lo=0)
+        if lo is not None and hi is not None and lo >= hi:
+            raise ValueError(f"StaleRollout: is_min ({lo}) must be below is_max ({hi})")
+        if self.correction and cfg.beta > 0:
+            raise ValueError("StaleRollout: a correction weights the policy term of the loss only (TRL weights the KL "
+                             "term too): set cfg.beta=0, or correction=None")
+        checks.model("StaleRollout", "policy", policy)
+        sampler = copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[self.sampler_dtype])
+        weights = deque(maxlen=lag + 1)   # the policy's weights of the last lag + 1 steps, oldest first
+        draw = super().start(sampler, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
+
+        def stale(step):
+            weights.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
+            sampler.load_state_dict(weights[0])                        # the policy of step - lag (or of the start)
+            b = draw(step)
+            ro = b.ro
+            with torch.no_grad():
+                logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
+                                              ro.completion_mask, cfg.temperature)          # [N, T] the policy's
+            m = (ro.completion_mask if ro.loss_mask is None else ro.loss_mask).float()      # [N, T] tokens with loss
+            d = (logp - ro.logprobs.float()) * m                                            # [N, T] log pi / pi_sampler
+            n = m.sum().clamp(min=1)
+            out = ((d.exp() < 1 - cfg.eps_low) | (d.exp() > 1 + cfg.eps_high)).float() * m
+            b.counts = dict(b.counts, staleness=len(weights) - 1, stale_abs_log_ratio=(d.abs().sum() / n).item(),
+                            stale_ratio_out=(out.sum() / n).item())
+            if self.correction is None:
+                b.ro = replace(ro, logprobs=ro.logprobs.float())
+                return b
+            b.ro = replace(ro, logprobs=logp * m)
+            b.weights = importance_weights(d, m, self.correction, lo, hi)
+            b.counts["is_weight_mean"] = ((b.weights * m).sum() / n).item()
+            return b
+        return stale
+
+
+def importance_weights(log_ratio, mask, mode, lo=None, hi=None):
+    """TRL's importance-sampling correction of a sampler's mismatch (vllm_importance_sampling_mode): log_ratio
+    [N, T] = log pi_policy - log pi_sampler on the tokens with loss (mask [N, T], 0 elsewhere) -> weights [N, T]
+    (0 off the mask). token_*: each token's ratio; sequence_*: the sequence's, exp(sum of its log-ratios), on all
+    its tokens. *_truncate: clipped to [lo, hi]; *_mask: 0 outside [lo, hi] (a bound None is no bound).
+    E.g. log-ratios [log 4, 0] and hi 3: token_truncate [3, 1], token_mask [0, 1], sequence_truncate [3, 3],
+    sequence_mask [0, 0]."""
+    if not isinstance(mode, str) or mode not in CORRECTIONS:
+        raise ValueError(f"importance_weights: mode must be one of {CORRECTIONS}, got {checks._short(mode)}")
+    if not isinstance(log_ratio, torch.Tensor) or log_ratio.dim() != 2 or not log_ratio.is_floating_point():
+        raise ValueError(f"importance_weights: log_ratio must be a [N, T] float tensor, got {checks._short(log_ratio)}")
+    if not isinstance(mask, torch.Tensor) or mask.shape != log_ratio.shape:
+        raise ValueError(f"importance_weights: mask must be a tensor of log_ratio's shape {tuple(log_ratio.shape)}, "
+                         f"got {checks._short(mask)}")
+    lo, hi = (None if v is None else checks.number("importance_weights", name, v, lo=0)
+              for name, v in (("lo", lo), ("hi", hi)))
+    m = mask.float()
+    lr = log_ratio * m
+    r = torch.exp(lr.sum(1, keepdim=True)).expand_as(lr) if mode.startswith("sequence") else torch.exp(lr)  # [N, T]
+    if mode.endswith("truncate"):
+        r = r.clamp(min=lo, max=hi)
+    else:
+        bad = torch.zeros_like(r, dtype=torch.bool)
+        if lo is not None:
+            bad |= r < lo
+        if hi is not None:
+            bad |= r > hi
+        r = r.masked_fill(bad, 0.0)
+    return r * m
 
 
 def token_verdicts(steps_fn, ro, tokenizer, columns):

@@ -1,0 +1,156 @@
+"""rollout.StaleRollout and importance_weights: a sampler some optimizer steps behind the policy, or in a lower
+precision, and TRL's importance-sampling corrections of it (Lab 10)."""
+import copy
+import math
+
+import pytest
+import torch
+
+from utils.models.policy import completion_logprobs, load_policy
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.rl.rollout import CORRECTIONS, GroupRollout, StaleRollout, importance_weights
+
+CFG = dict(steps=4, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
+PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
+STALE_KEYS = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "is_weight_mean")
+
+
+def half_right(completions, answer, **kw):
+    return [float(i % 2) for i in range(len(completions))]  # every group has spread: nonzero advantages
+
+
+def run(rollout, **cfg):
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    hist = train_grpo(policy, tok, PROMPTS, ANSWERS, half_right, GRPOConfig(**(CFG | cfg)), progress=False,
+                      rollout=rollout)
+    return policy, hist
+
+
+def strip(hist):
+    return [{k: v for k, v in r.items() if "seconds" not in k and k not in STALE_KEYS} for r in hist]
+
+
+# ---------------------------------------------------------------- importance_weights, worked by hand
+
+L4 = math.log(4.0)
+
+
+@pytest.mark.parametrize("mode, want", [
+    ("token_truncate", [[3.0, 1.0, 0.0], [0.5, 1.0, 0.0]]),     # 4 -> 3; 0.5 kept (no lower bound)
+    ("token_mask", [[0.0, 1.0, 0.0], [0.5, 1.0, 0.0]]),         # 4 > 3 -> 0
+    ("sequence_truncate", [[3.0, 3.0, 0.0], [0.5, 0.5, 0.0]]),  # row 0: 4 * 1 -> 3; row 1: 0.5 * 1
+    ("sequence_mask", [[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]]),
+])
+def test_importance_weights_by_hand(mode, want):
+    log_ratio = torch.tensor([[L4, 0.0, 5.0], [-math.log(2.0), 0.0, 7.0]])  # the third token is padding
+    mask = torch.tensor([[1, 1, 0], [1, 1, 0]])
+    got = importance_weights(log_ratio, mask, mode, hi=3.0)
+    assert torch.allclose(got, torch.tensor(want), atol=1e-6), (mode, got)
+
+
+def test_importance_weights_lower_bound():
+    """is_min: truncate raises a small ratio to it, mask drops it."""
+    log_ratio, mask = torch.tensor([[-math.log(4.0), 0.0]]), torch.ones(1, 2)
+    w = lambda mode, lo, hi: importance_weights(log_ratio, mask, mode, lo=lo, hi=hi)  # noqa: E731
+    assert torch.allclose(w("token_truncate", 0.5, 2.0), torch.tensor([[0.5, 1.0]]))
+    assert torch.allclose(w("token_mask", 0.5, 2.0), torch.tensor([[0.0, 1.0]]))
+    assert torch.allclose(importance_weights(log_ratio, mask, "sequence_mask", lo=0.2, hi=None),
+                          torch.tensor([[0.25, 0.25]]))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        importance_weights(log_ratio, mask, "token")
+
+
+# ---------------------------------------------------------------- the sampler
+
+def test_lag_zero_in_full_precision_is_the_on_policy_loop():
+    """StaleRollout(lag=0) trains bit for bit what GroupRollout trains; it only adds its measurements, which say
+    the sampler is the policy (log-ratios at the grouped forward's rounding, nothing outside the clip)."""
+    pa, ha = run(GroupRollout())
+    pb, hb = run(StaleRollout(lag=0))
+    assert all(torch.equal(p, q) for p, q in zip(pa.parameters(), pb.parameters()))
+    assert strip(ha) == strip(hb)
+    assert [r["staleness"] for r in hb] == [0, 0, 0, 0]
+    assert max(r["stale_abs_log_ratio"] for r in hb) < 1e-4
+    assert max(r["stale_ratio_out"] for r in hb) == 0.0
+
+
+def test_the_sampler_is_the_policy_of_lag_steps_ago():
+    """Drive the rollout by hand, moving the policy between steps: step s's completions carry the log-probs of the
+    policy's weights at step max(0, s - lag), not those of the policy now."""
+    policy, tok = load_policy()
+    policy = copy.deepcopy(policy)
+    cfg = GRPOConfig(**CFG)
+    draw = StaleRollout(lag=2).start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    seen, g = [], torch.Generator().manual_seed(1)
+    for step in range(5):
+        seen.append({k: v.clone() for k, v in policy.state_dict().items()})
+        b = draw(step)
+        ro = b.ro
+        assert b.counts["staleness"] == min(step, 2)
+        probe = copy.deepcopy(policy)
+        for s, expect in ((max(0, step - 2), True), (step, step < 1)):
+            probe.load_state_dict(seen[s])
+            with torch.no_grad():
+                lp, _ = completion_logprobs(probe, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
+                                            ro.completion_mask, cfg.temperature)
+            assert torch.allclose(lp * ro.completion_mask, ro.logprobs, atol=1e-4) == expect, (step, s)
+        with torch.no_grad():  # an "update": move every weight
+            for p in policy.parameters():
+                p.add_(0.02 * torch.randn(p.shape, generator=g))
+
+
+def test_staleness_and_a_low_precision_sampler_show_in_the_record():
+    """A sampler 2 steps behind is measurably off the policy from step 2 on; a bfloat16 sampler is off it even at
+    lag 0 (the training-inference mismatch), and more than a float32 one."""
+    _, h = run(StaleRollout(lag=2), steps=4)
+    assert [r["staleness"] for r in h] == [0, 1, 2, 2]
+    assert h[0]["stale_abs_log_ratio"] < 1e-4 < h[2]["stale_abs_log_ratio"]
+    _, h16 = run(StaleRollout(lag=0, sampler_dtype="bfloat16"), steps=2)
+    assert h16[0]["stale_abs_log_ratio"] > 1e-3
+
+
+@pytest.mark.parametrize("mode", CORRECTIONS)
+def test_a_correction_makes_the_policy_the_old_policy_and_weights_the_tokens(mode):
+    """With a correction, ro.logprobs are the policy's own (the clip starts at ratio 1) and the importance weights
+    are the sampler's ratio, so a full-precision sampler at lag 0 weighs every token about 1."""
+    policy, tok = load_policy()
+    policy = copy.deepcopy(policy)
+    cfg = GRPOConfig(**CFG)
+    b = StaleRollout(lag=0, correction=mode).start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)(0)
+    ro = b.ro
+    with torch.no_grad():
+        lp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
+                                    cfg.temperature)
+    m = ro.completion_mask.float()
+    assert torch.equal(ro.logprobs, lp * m)
+    assert b.weights.shape == m.shape and torch.equal(b.weights == 0, m == 0)
+    assert torch.allclose(b.weights, m, atol=1e-3)
+    assert abs(b.counts["is_weight_mean"] - 1.0) < 1e-3
+
+
+def test_a_corrected_stale_run_trains_and_its_weights_reach_the_loss():
+    """The loop multiplies the advantages by the weights: with every weight 0 (a mask that refuses every ratio)
+    nothing trains; with the ordinary correction the policy moves."""
+    base, _ = load_policy()
+    p0, _ = run(StaleRollout(lag=1, correction="token_mask", is_max=1e-9, is_min=0.0))   # every ratio > 1e-9
+    assert max((p - q).abs().max().item() for p, q in zip(p0.parameters(), base.parameters())) == 0.0
+    p1, h1 = run(StaleRollout(lag=1, correction="token_truncate"))
+    assert max((p - q).abs().max().item() for p, q in zip(p1.parameters(), base.parameters())) > 0
+    assert all(0 < r["is_weight_mean"] <= 3.0 for r in h1)
+
+
+@pytest.mark.parametrize("kw, cfg, match", [
+    (dict(lag=-1), {}, "lag"),
+    (dict(lag=1.5), {}, "lag"),
+    (dict(sampler_dtype="bf8"), {}, "sampler_dtype must be one of"),
+    (dict(correction="token"), {}, "correction must be None or one of"),
+    (dict(correction="token_mask", is_min=2.0, is_max=1.0), {}, "is_min"),
+    (dict(correction="token_mask", is_max=0), {}, "is_max"),
+    (dict(correction="token_truncate"), dict(beta=0.04), "set cfg.beta=0"),
+])
+def test_bad_settings_are_refused_by_name(kw, cfg, match):
+    policy, tok = load_policy()
+    with pytest.raises(ValueError, match=match):
+        StaleRollout(**kw).start(policy, tok, PROMPTS, ANSWERS, half_right, GRPOConfig(**(CFG | cfg)))
