@@ -2,6 +2,7 @@
 must give back exactly what computing would have (weights, history, random states, a callback's records);
 it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
+import os
 import random
 import sys
 from pathlib import Path
@@ -422,3 +423,20 @@ def test_the_lock_is_what_the_setup_cell_leaves_on_colab_where_a_run_is_decided(
     assert "trl" not in colab and "datasets" in colab and not ranges["datasets"].contains(colab["datasets"])
     made_with = text.split("Made with Python ")[1]
     assert made_with.startswith(colab_runtime.COLAB_PYTHON + "."), made_with[:20]
+
+
+def test_the_stand_ins_python_is_the_same_from_inside_a_virtual_environment(tmp_path, monkeypatch):
+    """The Colab stand-in is stamped with the Python it was built with. CI builds it from outside its own environment
+    and the suite asks for it from inside (a venv of that same Python, first on PATH): both must name the same
+    interpreter, or the suite builds the 5 GB stand-in again mid-run (it did, at 5b06fa0: 109 s)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import colab_runtime
+
+    outside = colab_runtime.find_python()
+    if outside is None:
+        pytest.skip(f"no Python {colab_runtime.COLAB_PYTHON} here")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / f"python{colab_runtime.COLAB_PYTHON}").symlink_to(outside)
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ['PATH']}")
+    assert colab_runtime.find_python() == outside

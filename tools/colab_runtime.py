@@ -59,14 +59,15 @@ def find_python(version=COLAB_PYTHON):
     """The newest Python `version`.x here: on PATH as python3.13, or under pyenv's versions. None if none."""
     found = []
     on_path = shutil.which(f"python{version}")
-    if on_path:
-        found.append(Path(on_path))
+    if on_path:  # resolved: a virtual environment's python3.13 (CI's own, first on its PATH) is a link to its base
+        found.append(Path(on_path).resolve())
     pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
     for d in Path(pyenv_root, "versions").glob(f"{version}.*"):
         if re.fullmatch(rf"{re.escape(version)}\.\d+", d.name) and (d / "bin" / f"python{version}").exists():
-            found.append(d / "bin" / f"python{version}")
+            found.append((d / "bin" / f"python{version}").resolve())
     if not found:
         return None
+    found = sorted(set(found))  # one entry per interpreter, in a fixed order: the stand-in's stamp names it
 
     def patch(p):
         out = subprocess.run([str(p), "-c", "import sys; print(sys.version_info[2])"], capture_output=True, text=True)
