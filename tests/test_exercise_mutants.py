@@ -838,6 +838,93 @@ def test_diagnose_reference_right_version_and_stub(capsys):
     assert ex.check_diagnose(stub) is diagnose and "NOTE" in capsys.readouterr().out
 
 
+# ------------------------------------------------------------------------------------ Lab 10: importance weights
+
+def is_weights(log_ratio, mask, mode, lo, hi, *, mistake=None):
+    m = mask.float() if mistake != "padding counted" else torch.ones_like(log_ratio)
+    lr = log_ratio * m
+    if mistake == "inverse ratio":
+        lr = -lr
+    level, kind = mode.split("_")
+    if mistake == "token_mask like sequence_mask" and mode == "token_mask":
+        level = "sequence"
+    if level == "sequence":
+        total = lr.sum(1, keepdim=True)
+        if mistake == "sequence mean":
+            total = total / m.sum(1, keepdim=True).clamp(min=1)
+        r = torch.exp(total).expand_as(lr)
+        if mistake == "no broadcast":
+            return torch.exp(total)                                  # [N, 1]: one weight per sequence
+    else:
+        r = torch.exp(lr)
+    lo_ = None if mistake == "lower bound ignored" else lo
+    if kind == "truncate" or mistake == "mask clamps":
+        r = r.clamp(min=lo_, max=hi)
+    else:
+        bad = torch.zeros_like(r, dtype=torch.bool)
+        if lo_ is not None:
+            bad |= r < lo_
+        if hi is not None:
+            bad |= r > hi
+        r = r.masked_fill(bad, 0.0)
+    return r * m
+
+
+IS_MUTANTS = {"padding counted": None, "inverse ratio": None, "sequence mean": "SUM", "no broadcast": "shape",
+              "lower bound ignored": None, "mask clamps": "weighs 0", "token_mask like sequence_mask": None}
+
+
+@pytest.mark.parametrize("mistake", list(IS_MUTANTS))
+def test_importance_weights_mutant_rejected(mistake):
+    rejected(ex.check_importance_weights, partial(is_weights, mistake=mistake), IS_MUTANTS[mistake])
+
+
+def test_importance_weights_right_version_reference_and_stub(capsys):
+    from utils.rl.rollout import importance_weights
+    assert ex.check_importance_weights(is_weights) is is_weights
+    assert ex.check_importance_weights(importance_weights) is importance_weights
+    assert ex.check_importance_weights(stub) is importance_weights and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------ Lab 10: CISPO's token loss
+
+def cispo(logp, old_logp, adv, cap, *, mistake=None):
+    ratio = torch.exp(logp - old_logp)
+    w = torch.clamp(ratio, max=cap) if mistake != "uncapped" else ratio
+    if mistake == "PPO's clip":
+        w = torch.clamp(ratio, 0.8, 1.2)
+    if mistake != "not detached":
+        w = w.detach()
+    a = adv[:, None]
+    if mistake == "ratio times A, no log":
+        return -w * a * ratio
+    if mistake == "old log-prob in the log term":
+        return -w * a * old_logp + 0 * logp
+    sign = 1.0 if mistake == "sign flipped" else -1.0
+    return sign * w * a * logp
+
+
+CISPO_MUTANTS = {"not detached": "gradient is not", "uncapped": None, "PPO's clip": None, "sign flipped": None,
+                 "ratio times A, no log": None, "old log-prob in the log term": None}
+
+
+@pytest.mark.parametrize("mistake", list(CISPO_MUTANTS))
+def test_cispo_token_loss_mutant_rejected(mistake):
+    rejected(ex.check_cispo_token_loss, partial(cispo, mistake=mistake), CISPO_MUTANTS[mistake])
+
+
+def test_cispo_token_loss_right_version_and_stub(capsys):
+    assert ex.check_cispo_token_loss(cispo) is cispo
+    assert ex.check_cispo_token_loss(stub) is not stub and "NOTE" in capsys.readouterr().out
+
+
+def test_cispo_no_gradient_is_named():
+    """A loss computed entirely under no_grad (a plausible over-use of detach) is refused with what to keep."""
+    def frozen(logp, old_logp, adv, cap):
+        return cispo(logp.detach(), old_logp, adv, cap)
+    rejected(ex.check_cispo_token_loss, frozen, "no gradient with respect to logp")
+
+
 @pytest.mark.parametrize("check, reference, calling", [
     ("check_step_credit", "utils.verifiers.traces:step_credit", lambda f: lambda text, a, b: f(text, a, b)),
     ("check_token_weights", "utils.rl.grpo:token_weights", lambda f: lambda m, lt, ml: f(m, lt, ml) * 1.0),
@@ -846,6 +933,7 @@ def test_diagnose_reference_right_version_and_stub(capsys):
     ("check_best_asymptote", "utils.eval.scaling:best_asymptote", lambda f: lambda *a: f(*a)),
     ("check_diagnose", "utils.eval.health:diagnose", lambda f: lambda s: list(f(s))),
     ("check_token_entropy", "utils.eval.health:token_entropy", lambda f: lambda x, m: f(x, m)),
+    ("check_importance_weights", "utils.rl.rollout:importance_weights", lambda f: lambda *a: f(*a) * 1.0),
 ])
 def test_calling_the_reference_passes_and_is_said(check, reference, calling, capsys):
     """The course's policy (docs/TESTING.md): a learner's function that calls the library's reference passes (the
@@ -872,9 +960,10 @@ def test_every_check_has_mutants():
     covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
                "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
-               "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose"}
+               "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose",
+               "check_importance_weights", "check_cispo_token_loss"}
     assert covered == checks == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
                                      LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
-                                     FIT_MUTANTS, DIAG_MUTANTS))
+                                     FIT_MUTANTS, DIAG_MUTANTS, IS_MUTANTS, CISPO_MUTANTS))

@@ -1,5 +1,5 @@
 """Exercise checks, one module per lab: labNN.py holds Lab NN's checks, their worked cases and private helpers
-(lab01 ... lab08); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
+(lab01 ... lab10); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
 re-exported here, so `from utils.notebook.exercises import check_...` works whichever module holds it.
 
 Each check runs the learner's function on small worked cases and returns the function to use for the rest of
@@ -38,6 +38,7 @@ from utils.notebook.exercises.lab07 import (
     check_sweet_spot,
 )
 from utils.notebook.exercises.lab08 import DIAGNOSE_CASES, check_diagnose
+from utils.notebook.exercises.lab10 import IS_CASES, check_cispo_token_loss, check_importance_weights
 
 __all__ = [
     "ExerciseError",
@@ -49,4 +50,5 @@ __all__ = [
     "STEP_CASES", "check_step_credit", "check_token_weights",
     "SWEET_CASES", "check_sweet_spot", "FILL_CASES", "check_fill_batch", "FIT_CASES", "check_best_asymptote",
     "DIAGNOSE_CASES", "check_diagnose",
+    "IS_CASES", "check_importance_weights", "check_cispo_token_loss",
 ]

@@ -1,0 +1,143 @@
+"""Lab 10's multi-seed study of off-policy GRPO: a stale sampler, a low-precision sampler and the corrections.
+Usage:
+
+    python benchmarks/lab10.py --part staleness              # lag 0, 1, 2, 4, 8, uncorrected; seeds 0, 1, 2
+    python benchmarks/lab10.py --part mismatch               # a bfloat16 / float16 sampler at lag 0, and corrected
+    python benchmarks/lab10.py --part corrections            # lag 4 under each of TRL's four corrections
+    python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
+
+Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
+256 in groups of 8, lr 1e-4, beta 0) with utils.rl.rollout.StaleRollout as its sampler, evaluated every 20 steps
+on 500 test problems (held-out pass@1, the loop's own evaluation). Recorded per run: the final held-out pass@1,
+its curve, and per step the sampler's distance from the policy (mean |log ratio| a token, the share of ratios
+outside the clip), the loss's clip fraction, the entropy, and the seconds spent sampling and updating (for the
+pipeline model: an overlapped pipeline's step takes max(sampling, update), a sequential one their sum).
+Writes benchmarks/results/lab10.json (one entry per part) and prints a table.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from utils.setup import environment, setup  # noqa: E402
+
+CONFIG = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
+              eps_low=0.2, eps_high=0.2, beta=0.0, updates_per_batch=1, eval_every=20, eval_n=500, seed=0,
+              track_kl=False)
+PARTS = {  # part -> {condition: StaleRollout's fields}
+    "staleness": {f"lag {k}": dict(lag=k) for k in (0, 1, 2, 4, 8)},
+    "mismatch": {"float32 sampler": dict(), "bfloat16 sampler": dict(sampler_dtype="bfloat16"),
+                 "float16 sampler": dict(sampler_dtype="float16"),
+                 "bfloat16, token_truncate": dict(sampler_dtype="bfloat16", correction="token_truncate"),
+                 "bfloat16, sequence_mask": dict(sampler_dtype="bfloat16", correction="sequence_mask")},
+    "corrections": {f"lag 4, {c or 'uncorrected'}": dict(lag=4, correction=c)
+                    for c in (None, "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")},
+}
+
+
+def lab_config(**kw):
+    from utils.rl.grpo import GRPOConfig
+
+    return GRPOConfig(**dict(CONFIG, **kw))
+
+
+class Timed:
+    """A rollout wrapper that adds the seconds each step spent sampling (sample_seconds) to the record."""
+
+    def __init__(self, rollout):
+        self.rollout = rollout
+
+    def start(self, *args, **kw):
+        draw = self.rollout.start(*args, **kw)
+
+        def timed(step):
+            t = time.perf_counter()
+            b = draw(step)
+            b.counts = dict(b.counts, sample_seconds=time.perf_counter() - t)
+            return b
+        return timed
+
+
+def run(condition, fields, seed, steps):
+    import copy
+
+    from utils.models.policy import load_policy
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import StaleRollout
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import strict_reward
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    train, test = load_split("train"), load_split("test")
+    t = time.time()
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], strict_reward, lab_config(seed=seed, steps=steps),
+                      test["prompt"], test["answer"], progress=False, rollout=Timed(StaleRollout(**fields)))
+    keys = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "clip_frac", "entropy", "reward_mean",
+            "sample_seconds", "seconds", "is_weight_mean")
+    return {"condition": condition, "fields": fields, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "final": hist[-1]["heldout_pass@1"],
+            "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
+            "per_step": {k: [r.get(k) for r in hist] for k in keys}}
+
+
+def _threads(n):
+    import torch
+    torch.set_num_threads(n)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=tuple(PARTS), default="staleness")
+    ap.add_argument("--steps", type=int, default=CONFIG["steps"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--conditions", nargs="+", default=None)
+    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
+    args = ap.parse_args()
+    setup(seed=0, quiet=True)
+    from utils.eval.metrics import heldout_metrics
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
+
+    base, tok = load_policy()
+    test = load_split("test")
+    before = heldout_metrics(base, tok, {"heldout": (test["prompt"], test["answer"])}, n=CONFIG["eval_n"])
+    conds = {c: f for c, f in PARTS[args.part].items() if not args.conditions or c in args.conditions}
+    jobs = [(c, f, s, args.steps) for c, f in conds.items() for s in args.seeds]
+    if args.jobs > 1:
+        import multiprocessing
+        with multiprocessing.get_context("spawn").Pool(args.jobs, _threads, (args.threads,)) as pool:
+            runs = pool.starmap(run, jobs)
+    else:
+        runs = [run(*j) for j in jobs]
+    for r in runs:
+        ps = r["per_step"]
+        mean = lambda k: sum(v for v in ps[k] if v is not None) / max(1, sum(v is not None for v in ps[k]))  # noqa
+        print(f"{r['condition']:28s} seed {r['seed']}: pass@1 {r['final']:.3f}  |log ratio| "
+              f"{mean('stale_abs_log_ratio'):.4f}  out of clip {mean('stale_ratio_out'):.3f}  clip_frac "
+              f"{mean('clip_frac'):.3f}  entropy {ps['entropy'][-1]:.3f}  sampling {mean('sample_seconds'):.3f} "
+              f"s/step  run {r['seconds']:.0f} s  curve " + " ".join(f"{p:.3f}" for _, p in r["curve"]), flush=True)
+    print(f"base: held-out pass@1 {before['heldout_pass@1']:.3f}")
+    if args.steps != CONFIG["steps"] or args.conditions or args.seeds != [0, 1, 2]:
+        print("(a partial run: not written to the results)")
+        return
+    out_part = {"environment": environment(), "config": CONFIG, "seeds": args.seeds,
+                "base_heldout_pass@1": before["heldout_pass@1"], "runs": runs}
+    if args.jobs > 1:
+        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
+    path = os.path.join(ROOT, "benchmarks", "results", "lab10.json")
+    out = json.load(open(path)) if os.path.exists(path) else {}
+    out[args.part] = out_part
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
