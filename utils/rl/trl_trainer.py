@@ -110,6 +110,16 @@ KNOBS = [
     ("VESPO's weight, A >= 0: lambda", "vespo_lambda_pos", "vespo_lambda_pos", "10", lambda c: c.vespo_lambda_pos, ""),
     ("VESPO's weight, A < 0: k", "vespo_k_neg", "vespo_k_neg", "10", lambda c: c.vespo_k_neg, ""),
     ("VESPO's weight, A < 0: lambda", "vespo_lambda_neg", "vespo_lambda_neg", "10", lambda c: c.vespo_lambda_neg, ""),
+    # off-policy sampling (Lab 10): rollout objects here; in TRL, a vLLM server's settings, so none on the CPU
+    ("a sampler some steps behind", "StaleRollout(lag=)", "AsyncGRPOConfig(max_staleness=)", "10", None,
+     "TRL's experimental async trainer (a vLLM server samples): a bound on the lag, older rollouts dropped; "
+     "ours is a fixed lag. Needs a GPU and vLLM: not on the CPU"),
+    ("the sampler's precision", "StaleRollout(sampler_dtype=)", None, "10", None,
+     "vLLM's own dtype (its --dtype); with use_vllm=False TRL samples with the policy itself"),
+    ("importance-sampling correction", "StaleRollout(correction=)", "vllm_importance_sampling_mode", "10", None,
+     "applied only with use_vllm=True (its default is on, 'sequence_mask'); to_trl_config leaves vLLM off"),
+    ("the correction's bounds", "StaleRollout(is_max=, is_min=)", "vllm_importance_sampling_clip_max", "10", None,
+     "and vllm_importance_sampling_clip_min; TRL's default cap 3.0 is ours"),
 ]
 KNOB_MAP = [dict(zip(("concept", "ours", "trl", "lab", "to_trl", "note"), k)) for k in KNOBS]
 
