@@ -4,6 +4,8 @@ Usage:
     python benchmarks/lab10.py --part staleness              # lag 0, 1, 2, 4, 8, uncorrected; seeds 0, 1, 2
     python benchmarks/lab10.py --part mismatch               # a bfloat16 / float16 sampler at lag 0, and corrected
     python benchmarks/lab10.py --part corrections            # lag 4 under each of TRL's four corrections
+    python benchmarks/lab10.py --part zoo                    # the loss zoo at lag 4 (uncorrected)
+    python benchmarks/lab10.py --part groups                 # G = 2, 4, 8 at 256 completions a step
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -36,6 +38,14 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
                  "bfloat16, sequence_mask": dict(sampler_dtype="bfloat16", correction="sequence_mask")},
     "corrections": {f"lag 4, {c or 'uncorrected'}": dict(lag=4, correction=c)
                     for c in (None, "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")},
+    # the loss zoo on stale data (lag 4, uncorrected): each objective with TRL's defaults for its own parameters
+    "zoo": {f"lag 4, {name}": dict(lag=4, cfg=cfg) for name, cfg in (
+        ("grpo", {}), ("dapo", {"loss_type": "dapo"}), ("dr_grpo", {"loss_type": "dr_grpo", "scale_std": False}),
+        ("bnpo", {"loss_type": "bnpo"}), ("cispo", {"loss_type": "cispo"}), ("sapo", {"loss_type": "sapo"}),
+        ("vespo", {"loss_type": "vespo"}), ("gspo", {"ratio_level": "sequence"}),
+        ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
+    # small groups on a budget (arXiv 2510.00977): the same 256 completions a step in groups of 2, 4 or 8, on-policy
+    "groups": {f"G = {g}": dict(cfg={"group_size": g}) for g in (2, 4, 8)},
 }
 
 
@@ -63,6 +73,8 @@ class Timed:
 
 
 def run(condition, fields, seed, steps):
+    fields = dict(fields)
+    cfg_kw = fields.pop("cfg", {})
     import copy
 
     from utils.models.policy import load_policy
@@ -76,11 +88,13 @@ def run(condition, fields, seed, steps):
     policy = copy.deepcopy(base)
     train, test = load_split("train"), load_split("test")
     t = time.time()
-    hist = train_grpo(policy, tok, train["prompt"], train["answer"], strict_reward, lab_config(seed=seed, steps=steps),
-                      test["prompt"], test["answer"], progress=False, rollout=Timed(StaleRollout(**fields)))
+    cfg = lab_config(seed=seed, steps=steps, **cfg_kw)
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], strict_reward, cfg, test["prompt"], test["answer"],
+                      progress=False, rollout=Timed(StaleRollout(**fields)))
     keys = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "clip_frac", "entropy", "reward_mean",
-            "sample_seconds", "seconds", "is_weight_mean")
-    return {"condition": condition, "fields": fields, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "zero_spread_frac", "sample_seconds", "seconds", "is_weight_mean")
+    return {"condition": condition, "fields": fields, "cfg": cfg_kw, "seed": seed, "steps": len(hist),
+            "seconds": time.time() - t,
             "final": hist[-1]["heldout_pass@1"],
             "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
             "per_step": {k: [r.get(k) for r in hist] for k in keys}}
