@@ -6,6 +6,7 @@ Usage:
     python benchmarks/lab10.py --part corrections            # lag 4 under each of TRL's four corrections
     python benchmarks/lab10.py --part zoo                    # the loss zoo at lag 4 (uncorrected)
     python benchmarks/lab10.py --part groups                 # G = 2, 4, 8 at 256 completions a step
+    python benchmarks/lab10.py --part updates                # lag 4, 4 updates a batch, corrected or not
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -44,6 +45,10 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
         ("bnpo", {"loss_type": "bnpo"}), ("cispo", {"loss_type": "cispo"}), ("sapo", {"loss_type": "sapo"}),
         ("vespo", {"loss_type": "vespo"}), ("gspo", {"ratio_level": "sequence"}),
         ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
+    # the corrections where the clip can bind: four updates a batch, so the "old" policy of the corrected loss is the
+    # policy before the first of them (decoupled PPO: the clip against it, the weight against the sampler)
+    "updates": {f"lag 4, 4 updates, {c or 'uncorrected'}": dict(lag=4, correction=c, cfg={"updates_per_batch": 4})
+                for c in (None, "token_truncate", "sequence_mask")},
     # small groups on a budget (arXiv 2510.00977): the same 256 completions a step in groups of 2, 4 or 8, on-policy
     "groups": {f"G = {g}": dict(cfg={"group_size": g}) for g in (2, 4, 8)},
 }
