@@ -25,13 +25,14 @@ sampler) overrides GroupRollout.generate, or writes its own start() to the contr
 """
 import copy
 import time
+from collections import deque
 from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from utils import checks
-from utils.models.policy import Rollout, concat_rollouts, sample, select_rows
+from utils.models.policy import Rollout, completion_logprobs, concat_rollouts, sample, select_rows
 from utils.rl.grpo import zero_spread
 
 
@@ -203,10 +204,6 @@ class StaleRollout(GroupRollout):
     is_min: float | None = None
 
     def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
-        from collections import deque
-
-        from utils.models.policy import completion_logprobs
-
         lag = checks.number("StaleRollout", "lag", self.lag, lo=0, hi=1000, integer=True)
         if self.sampler_dtype not in SAMPLER_DTYPES:
             raise ValueError(f"StaleRollout: sampler_dtype must be one of {sorted(SAMPLER_DTYPES)}, got "
