@@ -5,6 +5,7 @@ Usage:
     python benchmarks/lab10.py --part mismatch               # a bfloat16 / float16 sampler at lag 0, and corrected
     python benchmarks/lab10.py --part corrections            # lag 4 under each of TRL's four corrections
     python benchmarks/lab10.py --part zoo                    # the loss zoo at lag 4 (uncorrected)
+    python benchmarks/lab10.py --part zoo-fair               # GSPO and LUSPO at lag 4 at their papers' clip width
     python benchmarks/lab10.py --part groups                 # G = 2, 4, 8 at 256 completions a step
     python benchmarks/lab10.py --part updates                # lag 4, 4 updates a batch, corrected or not
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
@@ -45,6 +46,11 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
         ("bnpo", {"loss_type": "bnpo"}), ("cispo", {"loss_type": "cispo"}), ("sapo", {"loss_type": "sapo"}),
         ("vespo", {"loss_type": "vespo"}), ("gspo", {"ratio_level": "sequence"}),
         ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
+    # the sequence-level objectives at their papers' own clip width (GSPO, arXiv 2507.18071: 3e-4 and 4e-4 on the
+    # length-normalised sequence ratio), the zoo's comparison made fair to them
+    "zoo-fair": {f"lag 4, {name}, eps 3e-4/4e-4": dict(lag=4, cfg=dict(cfg, eps_low=3e-4, eps_high=4e-4))
+                 for name, cfg in (("gspo", {"ratio_level": "sequence"}),
+                                   ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
     # the corrections where the clip can bind: four updates a batch, so the "old" policy of the corrected loss is the
     # policy before the first of them (decoupled PPO: the clip against it, the weight against the sampler)
     "updates": {f"lag 4, 4 updates, {c or 'uncorrected'}": dict(lag=4, correction=c, cfg={"updates_per_batch": 4})
