@@ -8,6 +8,7 @@ Usage:
     python benchmarks/lab10.py --part zoo-fair               # GSPO and LUSPO at lag 4 at their papers' clip width
     python benchmarks/lab10.py --part groups                 # G = 2, 4, 8 at 256 completions a step
     python benchmarks/lab10.py --part updates                # lag 4, 4 updates a batch, corrected or not
+    python benchmarks/lab10.py --part drift                  # lag 0 with a drift probe: 1..8 steps from step 50
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -51,6 +52,9 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
     "zoo-fair": {f"lag 4, {name}, eps 3e-4/4e-4": dict(lag=4, cfg=dict(cfg, eps_low=3e-4, eps_high=4e-4))
                  for name, cfg in (("gspo", {"ratio_level": "sequence"}),
                                    ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
+    # on-policy runs with utils.eval.staleness.drift_probe: how far 1..8 steps carry the policy from a batch's sampler,
+    # measured from step 50 (the probe leaves the run's training as it is: these runs are lag 0's)
+    "drift": {"lag 0, drift probe at step 50": dict(probe=True)},
     # the corrections where the clip can bind: four updates a batch, so the "old" policy of the corrected loss is the
     # policy before the first of them (decoupled PPO: the clip against it, the weight against the sampler)
     "updates": {f"lag 4, 4 updates, {c or 'uncorrected'}": dict(lag=4, correction=c, cfg={"updates_per_batch": 4})
@@ -66,28 +70,12 @@ def lab_config(**kw):
     return GRPOConfig(**dict(CONFIG, **kw))
 
 
-class Timed:
-    """A rollout wrapper that adds the seconds each step spent sampling (sample_seconds) to the record."""
-
-    def __init__(self, rollout):
-        self.rollout = rollout
-
-    def start(self, *args, **kw):
-        draw = self.rollout.start(*args, **kw)
-
-        def timed(step):
-            t = time.perf_counter()
-            b = draw(step)
-            b.counts = dict(b.counts, sample_seconds=time.perf_counter() - t)
-            return b
-        return timed
-
-
 def run(condition, fields, seed, steps):
     fields = dict(fields)
-    cfg_kw = fields.pop("cfg", {})
+    cfg_kw, probe = fields.pop("cfg", {}), fields.pop("probe", False)
     import copy
 
+    from utils.eval.staleness import drift_of, drift_probe, drift_summary
     from utils.models.policy import load_policy
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import StaleRollout
@@ -100,11 +88,14 @@ def run(condition, fields, seed, steps):
     train, test = load_split("train"), load_split("test")
     t = time.time()
     cfg = lab_config(seed=seed, steps=steps, **cfg_kw)
+    callback = drift_probe(tok, train["prompt"], cfg) if probe else None
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], strict_reward, cfg, test["prompt"], test["answer"],
-                      progress=False, rollout=Timed(StaleRollout(**fields)))
+                      progress=False, rollout=StaleRollout(**fields), callback=callback)
     keys = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "clip_frac", "entropy", "reward_mean",
-            "zero_spread_frac", "sample_seconds", "seconds", "is_weight_mean")
-    return {"condition": condition, "fields": fields, "cfg": cfg_kw, "seed": seed, "steps": len(hist),
+            "zero_spread_frac", "sample_seconds", "measure_seconds", "seconds", "is_weight_mean")
+    out = {"drift": drift_summary(drift_of(hist))} if probe else {}
+    hist = [{k: v for k, v in h.items() if not k.startswith("drift_")} for h in hist]
+    return out | {"condition": condition, "fields": fields, "cfg": cfg_kw, "seed": seed, "steps": len(hist),
             "seconds": time.time() - t,
             "final": hist[-1]["heldout_pass@1"],
             "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],

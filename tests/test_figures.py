@@ -15,6 +15,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRESHOLD  # noqa: E402
 from utils.eval.metrics import pass_at_k  # noqa: E402
+from utils.eval.staleness import step_seconds  # noqa: E402
 from utils.notebook import figures as F  # noqa: E402
 from utils.rl.grpo import group_advantages  # noqa: E402
 from utils.rl.rollout import fill_batch  # noqa: E402
@@ -23,7 +24,7 @@ from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite, strict_reward
 from utils.verifiers.spurious import random_reward  # noqa: E402
 
 FIGURES = [F.rlvr_loop, F.verifier_zoo, F.control_design, F.entropy_collapse, F.pass_at_k_curves, F.trace_rewards,
-           F.dynamic_sampling, F.data_parallel]
+           F.dynamic_sampling, F.data_parallel, F.async_pipeline]
 
 
 @pytest.fixture(autouse=True)
@@ -191,3 +192,32 @@ def test_data_parallel_split_and_advantages(batch_size, group_size, processes):
 def test_data_parallel_refuses_a_batch_the_processes_cannot_share():
     with pytest.raises(ValueError, match="cannot be shared among 3 processes"):
         F.data_parallel(batch_size=32, group_size=8, processes=3)
+
+
+@pytest.mark.parametrize("sample_s, update_s, lag", [(1.0, 0.5, 2), (0.11, 0.13, 1), (1.0, 0.25, 4), (0.5, 1.0, 3)])
+def test_async_pipeline_versions_order_and_pace(sample_s, update_s, lag):
+    """Each overlapped batch s is written by the policy of step max(0, s - lag) (StaleRollout's rule); sampling starts
+    only once those weights exist (the end of the update before), an update only once its batch is in and the
+    update before is done; once started, the learner's steps come step_seconds apart."""
+    steps = 12
+    fig = F.async_pipeline(sample_s, update_s, lag, steps)
+    box = {}
+    for g in parts(fig):
+        timeline, kind, s, v = g
+        r = gids(fig)["|".join(g)]
+        box[timeline, kind, int(s)] = (int(v), r.get_x(), r.get_x() + r.get_width())
+    for s in range(steps):
+        v, start, end = box["overlapped", "sample", s]
+        uv, ustart, uend = box["overlapped", "update", s]
+        assert v == uv == max(0, s - lag)
+        assert ustart >= end - 1e-9                                            # its batch is in
+        weights_ready = 0.0 if v == 0 else box["overlapped", "update", v - 1][2]
+        assert start >= weights_ready - 1e-9                                    # the weights it samples with exist
+        if s:
+            assert ustart >= box["overlapped", "update", s - 1][2] - 1e-9      # one learner
+        sv, sstart, send = box["sequential", "sample", s]
+        assert sv == s and sstart == pytest.approx(s * (sample_s + update_s))  # in turn: its own policy
+    late = [box["overlapped", "update", s][1] for s in range(steps // 2, steps)]
+    gaps = [b - a for a, b in zip(late, late[1:])]
+    assert gaps == pytest.approx([step_seconds(sample_s, update_s, lag)] * len(gaps))
+    assert f"{(sample_s + update_s) / step_seconds(sample_s, update_s, lag):.2f}x" in fig.axes[0].get_title()

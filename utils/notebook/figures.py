@@ -11,6 +11,8 @@ that every number a figure shows is computed by the function the lab teaches and
     dynamic_sampling   Lab 07  dynamic sampling's refill: rounds of groups, the all-alike ones dropped (fill_batch)
     data_parallel      Lab 08  one global batch over several processes: each rank's rows, advantages over whole
                                groups, gradients averaged (check_split, group_advantages)
+    async_pipeline     Lab 10  sampling and training in turn, against samplers that run behind the learner: which
+                               policy wrote each batch (StaleRollout's rule) and the time a step takes (step_seconds)
 
 Each function returns its matplotlib Figure, with a title (a notebook calls it as `rlvr_loop();`). matplotlib
 only: patches, arrows and text; nothing is written to disk.
@@ -23,6 +25,7 @@ from matplotlib.patches import Rectangle
 from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRESHOLD, control_check
 from utils.eval.health import token_entropy
 from utils.eval.metrics import pass_at_k
+from utils.eval.staleness import step_seconds
 from utils.rl.grpo import GRPOConfig, group_advantages
 from utils.rl.rollout import fill_batch
 from utils.rl.trl_trainer import check_split
@@ -294,5 +297,49 @@ def data_parallel(batch_size=32, group_size=8, processes=2, seed=0):
     ax.axis("off")
     ax.set_title(f"Lab 08: data parallelism: a global batch of {batch_size} completions ({batch_size // group_size} "
                  f"groups, one colour each) over {processes} processes, {per} rows each")
+    fig.tight_layout()
+    return fig
+
+
+def async_pipeline(sample_s=1.0, update_s=0.5, lag=2, steps=6):
+    """Lab 10. Two timelines of the same steps. Top: sample, then train, in turn (lag 0: each batch written by the
+    policy being trained). Bottom: `lag` samplers side by side with the learner; batch s is written by the policy
+    of step max(0, s - lag) (StaleRollout's rule), sampling starts when those weights exist, and a step takes
+    step_seconds(sample_s, update_s, lag). Each box's gid: "timeline|kind|step|policy version"."""
+    lag = max(1, int(lag))
+    seq_t, par_t = step_seconds(sample_s, update_s, 0), step_seconds(sample_s, update_s, lag)
+    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.6 * (lag + 3)))
+    cmap = plt.get_cmap("tab10")
+
+    def box(x, w, y, text, color, gid):
+        ax.add_patch(Rectangle((x, y - 0.35), w, 0.7, fc=color, ec="#333", alpha=0.8, gid=gid))
+        ax.text(x + w / 2, y, text, ha="center", va="center", fontsize=7)
+
+    for s in range(steps):   # sequential: the policy of step s writes batch s, then trains on it
+        t0 = s * seq_t
+        box(t0, sample_s, 0, f"sample {s}\nby $\\pi_{{{s}}}$", cmap(s % 10), f"sequential|sample|{s}|{s}")
+        box(t0 + sample_s, update_s, 0, f"train {s}", "#dddddd", f"sequential|update|{s}|{s}")
+    learner = 1.5 + lag
+    ready_at, free, done = [0.0], [0.0] * lag, 0.0   # when each policy version exists; each sampler's free time
+    for s in range(steps):   # overlapped: batch s comes from the policy of step max(0, s - lag), on sampler s % lag
+        v = max(0, s - lag)
+        start = max(ready_at[v], free[s % lag])
+        free[s % lag] = start + sample_s
+        box(start, sample_s, 1.5 + s % lag, f"sample {s}\nby $\\pi_{{{v}}}$", cmap(s % 10),
+            f"overlapped|sample|{s}|{v}")
+        train = max(start + sample_s, done)          # once its batch is in and step s - 1 is done
+        done = train + update_s
+        ready_at.append(done)                        # the policy of step s + 1
+        box(train, update_s, learner, f"train {s}", "#dddddd", f"overlapped|update|{s}|{v}")
+    ax.set_yticks([0] + [1.5 + j for j in range(lag)] + [learner],
+                  ["in turn: one\nprogram"] + [f"sampler {j}" for j in range(lag)] + ["learner"])
+    ax.axhline(0.75, color="#999", lw=0.8, ls="--")
+    ax.set_ylim(learner + 0.7, -0.7)
+    ax.set_xlim(0, steps * seq_t + 0.2)
+    ax.set_xlabel("time (units of one update)" if update_s == 1 else "time (seconds of the model)")
+    ax.set_ylabel("who works")
+    ax.set_title(f"Lab 10: sampling and training in turn ({seq_t:g} a step) against {lag} sampler"
+                 f"{'s' * (lag > 1)} running {lag} step{'s' * (lag > 1)} behind\n({par_t:g} a step: "
+                 f"{seq_t / par_t:.2f}x the steps per second; $\\pi_v$ is the policy after v updates)")
     fig.tight_layout()
     return fig

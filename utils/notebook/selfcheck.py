@@ -120,6 +120,25 @@ QUESTIONS = {
          "A KL that never leaves 0 says the weights are not changing: check the learning rate and that the "
          "optimizer holds the trainable parameters."),
     ],
+    "10": [
+        ("A learner trains on a batch its sampler wrote 4 steps ago, with one update a batch. What does the "
+         "clipped loss divide each token's probability by?", ["the probability under the policy of this step",
+                                                             "the probability under the sampler that wrote it",
+                                                             "the reference model's probability"], 1,
+         "The 'old' policy of the ratio is the behaviour policy, the one that sampled: its distance from the learner "
+         "is the staleness, and the clip bounds it."),
+        ("With four updates on each stale batch, what does a correction such as token_truncate add?",
+         ["nothing: the clip already does it", "a clip against the policy before this batch's first update, with "
+                                               "the sampler's mismatch moved into a capped weight",
+          "a KL penalty to the sampler"], 1,
+         "The clip then bounds how far the updates on this batch move the policy (decoupled PPO), and the weight "
+         "corrects for the sampler being older; uncorrected, the clip is spent on the staleness alone."),
+        ("A bfloat16 sampler and a float32 learner share the same weights. Is the batch on-policy?",
+         ["yes: same weights, same policy", "not exactly: the two compute other probabilities, so the ratio is not 1",
+          "only if the batch is small"], 1,
+         "Precision and kernels change the numbers: the training-inference mismatch, measured here as a mean "
+         "|log ratio| above 0 at lag 0."),
+    ],
 }
 
 

@@ -187,7 +187,10 @@ class StaleRollout(GroupRollout):
     (lag 0: this step's, the on-policy loop), cast to its dtype. Each step also measures how far the policy is
     from the sampler on the batch (one forward pass of the policy, no gradient), into the step's record:
     staleness (steps behind), stale_abs_log_ratio (mean |log pi_policy - log pi_sampler| a token) and
-    stale_ratio_out (share of tokens whose ratio pi_policy / pi_sampler lies outside [1 - eps_low, 1 + eps_high]).
+    stale_ratio_out (share of tokens whose ratio pi_policy / pi_sampler lies outside [1 - eps_low, 1 + eps_high]),
+    sample_seconds (the sampling and rewarding alone, for a pipeline model: utils.eval.staleness.step_seconds) and
+    measure_seconds (the policy's forward pass on the batch: a correction needs it, as TRL recomputes the old
+    log-probs; uncorrected it only measures).
 
     correction None: ro.logprobs are the sampler's, so the loss's clipped ratio divides by the behaviour policy
     and the staleness and the mismatch land in the clip. correction one of CORRECTIONS (TRL's
@@ -226,8 +229,11 @@ class StaleRollout(GroupRollout):
         def stale(step):
             weights.append({k: v.detach().clone() for k, v in policy.state_dict().items()})
             sampler.load_state_dict(weights[0])                        # the policy of step - lag (or of the start)
+            t = time.perf_counter()
             b = draw(step)
+            sampled_s = time.perf_counter() - t
             ro = b.ro
+            t = time.perf_counter()
             with torch.no_grad():
                 logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
                                               ro.completion_mask, cfg.temperature)          # [N, T] the policy's
@@ -236,7 +242,8 @@ class StaleRollout(GroupRollout):
             n = m.sum().clamp(min=1)
             out = ((d.exp() < 1 - cfg.eps_low) | (d.exp() > 1 + cfg.eps_high)).float() * m
             b.counts = dict(b.counts, staleness=len(weights) - 1, stale_abs_log_ratio=(d.abs().sum() / n).item(),
-                            stale_ratio_out=(out.sum() / n).item())
+                            stale_ratio_out=(out.sum() / n).item(), sample_seconds=sampled_s,
+                            measure_seconds=time.perf_counter() - t)
             if self.correction is None:
                 b.ro = replace(ro, logprobs=ro.logprobs.float())
                 return b
