@@ -130,7 +130,7 @@ def _lab(nodeid):
 # waits for its environment, which installs in the background (about 400-590 s from the start of CI): at least
 # CHECKS_AFTER_S seconds of labs a worker go before one. The check parts are tests/test_environments.py's PARTS; a
 # part not in the table goes last.
-UNIT_COST = {"01": 200, "03": 263, "04": 280, "05": 158, "06": 377, "07": 225, "08": 96,
+UNIT_COST = {"01": 200, "03": 263, "04": 280, "05": 158, "06": 377, "07": 225, "08": 96, "10": 210,
              "lowest-units": 226, "drift-units": 234, "lowest-lab": 172, "newcomer": 200, "drift-lab": 126}
 CHECKS_AFTER_S = 300
 

@@ -52,7 +52,7 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
     "zoo-fair": {f"lag 4, {name}, eps 3e-4/4e-4": dict(lag=4, cfg=dict(cfg, eps_low=3e-4, eps_high=4e-4))
                  for name, cfg in (("gspo", {"ratio_level": "sequence"}),
                                    ("luspo", {"loss_type": "luspo", "ratio_level": "sequence"}))},
-    # on-policy runs with utils.eval.staleness.drift_probe: how far 1..8 steps carry the policy from a batch's sampler,
+    # on-policy runs with utils.rl.staleness.drift_probe: how far 1..8 steps carry the policy from a batch's sampler,
     # measured from step 50 (the probe leaves the run's training as it is: these runs are lag 0's)
     "drift": {"lag 0, drift probe at step 50": dict(probe=True)},
     # the corrections where the clip can bind: four updates a batch, so the "old" policy of the corrected loss is the
@@ -75,10 +75,10 @@ def run(condition, fields, seed, steps):
     cfg_kw, probe = fields.pop("cfg", {}), fields.pop("probe", False)
     import copy
 
-    from utils.eval.staleness import drift_of, drift_probe, drift_summary
     from utils.models.policy import load_policy
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import StaleRollout
+    from utils.rl.staleness import drift_of, drift_probe, drift_summary
     from utils.tasks.arithmetic import load_split
     from utils.verifiers.arithmetic import strict_reward
 

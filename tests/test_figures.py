@@ -15,10 +15,10 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRESHOLD  # noqa: E402
 from utils.eval.metrics import pass_at_k  # noqa: E402
-from utils.eval.staleness import step_seconds  # noqa: E402
 from utils.notebook import figures as F  # noqa: E402
 from utils.rl.grpo import group_advantages  # noqa: E402
 from utils.rl.rollout import fill_batch  # noqa: E402
+from utils.rl.staleness import step_seconds  # noqa: E402
 from utils.verifiers import traces  # noqa: E402
 from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite, strict_reward  # noqa: E402
 from utils.verifiers.spurious import random_reward  # noqa: E402

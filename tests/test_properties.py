@@ -48,7 +48,7 @@ from utils.eval import traces as trace_eval
 from utils.models import cost, memory
 from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
-from utils.rl import breaks, grpo, launch, rollout, trl_trainer
+from utils.rl import breaks, grpo, launch, rollout, staleness, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, scratchpad
 from utils.verifiers import arithmetic as verifiers
@@ -62,6 +62,7 @@ T = lambda *v: torch.tensor(v, dtype=torch.float32)  # noqa: E731
 HIST = [dict(step=i + 1, reward_mean=0.5, group_reward_std=0.3, entropy=1.0, kl=0.01, zero_spread_frac=0.2,
              truncated_frac=0.0, completions_sampled=64, train_seconds=2.0 * (i + 1),
              **{"heldout_pass@1": 0.4 if i % 2 else None}) for i in range(6)]
+DRIFT = {"token": [[0.0, 0.0], [0.1, -0.5]], "sequence": [[0.0], [-0.4]], "at": 50}  # drift_of's dict, k = 0, 1
 RUN = lambda acc, lr=1e-3: {"config": {"steps": 1, "lr": lr, "seed": 0}, "after": {"pass@1": acc}}  # noqa: E731
 
 # fn, good keyword arguments, a check on a successful result
@@ -72,6 +73,16 @@ CASES = {
     "grpo.kl_k3": (grpo.kl_k3, dict(logp=T(-1, -2), ref_logp=T(-1.5, -2)), lambda r: (r >= 0).all()),
     "grpo.aggregate": (grpo.aggregate, dict(per_token=torch.ones(2, 3), mask=torch.ones(2, 3)),
                        lambda r: r.dim() == 0 and torch.isfinite(r)),
+    "grpo.cispo_token_loss": (grpo.cispo_token_loss, dict(logp=-torch.ones(2, 3), old_logp=-torch.ones(2, 3),
+                                                          adv=T(1, -1), cap=5.0),
+                              lambda r: r.shape == (2, 3) and torch.isfinite(r).all()),
+    "staleness.step_seconds": (staleness.step_seconds, dict(sample_s=1.0, update_s=0.5, lag=2),
+                               lambda r: math.isfinite(r) and r > 0),
+    "staleness.drift_summary": (staleness.drift_summary, dict(drift=DRIFT, eps_low=0.2, eps_high=0.2, is_max=3.0),
+                                lambda r: len(r) == 2 and all(0 <= x["outside_clip"] <= 1 for x in r)),
+    "staleness.drift_of": (staleness.drift_of, dict(history=[{"step": 3, "drift_token": [0.0],
+                                                              "drift_sequence": [0.0]}]),
+                           lambda r: r["at"] == 3 and len(r["token"]) == 1),
     "grpo.policy_loss": (grpo.policy_loss, dict(logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3),
                                                 ref_logp=torch.zeros(2, 3), adv=T(1, -1), mask=torch.ones(2, 3)),
                          lambda r: r.dim() == 0 and torch.isfinite(r)),
@@ -455,6 +466,11 @@ FEW = {
     "plots.plot_history": (closing(plots.plot_history), dict(runs={"a": HIST}, keys=("reward_mean", "heldout_pass@1"),
                                                              x="step", title=None, smooth=2, ncols=None),
                            lambda r: r is not None),
+    "widgets.ratio_view": (closing(widgets.ratio_view), dict(drift=DRIFT, k=1, eps_low=0.2, eps_high=0.2, is_max=3.0),
+                           lambda r: r is not None),
+    "widgets.ratio_explorer": (closing(widgets.ratio_explorer), dict(drift=DRIFT, eps_low=0.2, eps_high=0.2,
+                                                                     is_max=3.0, default_k=1),
+                               lambda r: r is not None),
     "widgets.pass_at_k_explorer": (closing(widgets.pass_at_k_explorer), dict(counts=COUNTS, n=8, split="test",
                                                                              default_model="GRPO", default_k=4),
                                    lambda r: r is not None),
@@ -711,7 +727,7 @@ EXEMPT = {
     **_exempt("a lab's figure: every lab calls it without arguments, and its defaults are the figure",
               *(f"utils.notebook.figures.{n}" for n in ("rlvr_loop", "verifier_zoo", "control_design",
                                                         "entropy_collapse", "pass_at_k_curves", "trace_rewards",
-                                                        "dynamic_sampling", "data_parallel"))),
+                                                        "dynamic_sampling", "data_parallel", "async_pipeline"))),
     **_exempt("StepRollout's own placing of verdicts on the batch it sampled, with the columns it built (its checks of "
               "steps_fn's answers: tests/test_rollout.py)", "utils.rl.rollout.token_verdicts"),
     **_exempt("train_grpo's own steps, on the policy, batch and config it has checked",

@@ -1,4 +1,4 @@
-"""utils.eval.staleness (Lab 10): the pipeline model, the drift probe and its summary, a low-precision sampler's
+"""utils.rl.staleness (Lab 10): the pipeline model, the drift probe and its summary, a low-precision sampler's
 log-ratios; and the widget that shows the probe's ratios."""
 import copy
 import math
@@ -10,10 +10,10 @@ import torch
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from utils.eval.staleness import cast, drift_of, drift_probe, drift_summary, sampler_log_ratios, step_seconds  # noqa
 from utils.models.policy import load_policy  # noqa: E402
 from utils.rl.grpo import GRPOConfig  # noqa: E402
 from utils.rl.loop import train_grpo  # noqa: E402
+from utils.rl.staleness import cast, drift_of, drift_probe, drift_summary, sampler_log_ratios, step_seconds  # noqa
 
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
 CFG = GRPOConfig(steps=5, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)

@@ -25,9 +25,9 @@ from matplotlib.patches import Rectangle
 from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRESHOLD, control_check
 from utils.eval.health import token_entropy
 from utils.eval.metrics import pass_at_k
-from utils.eval.staleness import step_seconds
 from utils.rl.grpo import GRPOConfig, group_advantages
 from utils.rl.rollout import fill_batch
+from utils.rl.staleness import step_seconds
 from utils.rl.trl_trainer import check_split
 from utils.tasks.scratchpad import format_trace, steps_for
 from utils.verifiers import traces

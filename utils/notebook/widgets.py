@@ -674,9 +674,10 @@ def ratio_view(drift, k, eps_low=0.2, eps_high=0.2, is_max=3.0):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from utils.eval.staleness import drift_summary
+    from utils.rl.staleness import drift_summary
 
-    rows = drift_summary(drift, eps_low, eps_high, is_max)
+    rows = drift_summary(drift, eps_low, eps_high, is_max)      # checks drift and the three bounds
+    eps_low, eps_high, is_max = float(eps_low), float(eps_high), float(is_max)
     k = checks.number("ratio_view", "k", k, lo=0, hi=len(rows) - 1, integer=True)
     row, at = rows[k], drift.get("at", 0)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
@@ -707,7 +708,7 @@ def ratio_explorer(drift, eps_low=0.2, eps_high=0.2, is_max=3.0, default_k=4):
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from utils.eval.staleness import drift_summary
+    from utils.rl.staleness import drift_summary
 
     n = len(drift_summary(drift, eps_low, eps_high, is_max))
     default_k = checks.number("ratio_explorer", "default_k", default_k, lo=0, hi=n - 1, integer=True)

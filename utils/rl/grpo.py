@@ -192,6 +192,14 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
     return -surr + beta * kl                                            # [N, T]
 
 
+def cispo_token_loss(logp, old_logp, adv, cap=5.0):
+    """CISPO's per-token loss (MiniMax-M1, arXiv 2506.13585), Lab 10's exercise: logp, old_logp [N, T], adv [N] ->
+    [N, T] = -sg(min(ratio, cap)) * A * logp, ratio = exp(logp - old_logp). per_token_loss with loss_type "cispo"
+    and no KL."""
+    return per_token_loss(logp, old_logp, torch.zeros_like(logp) if isinstance(logp, torch.Tensor) else logp, adv,
+                          loss_type="cispo", cispo_cap=cap)
+
+
 def _objective(where, loss_type, params):
     """(objective, its parameters with defaults filled in) for loss_type; a ValueError names an unknown
     loss_type, a parameter the objective does not take, or a value out of range (all must be > 0)."""

@@ -188,7 +188,7 @@ class StaleRollout(GroupRollout):
     from the sampler on the batch (one forward pass of the policy, no gradient), into the step's record:
     staleness (steps behind), stale_abs_log_ratio (mean |log pi_policy - log pi_sampler| a token) and
     stale_ratio_out (share of tokens whose ratio pi_policy / pi_sampler lies outside [1 - eps_low, 1 + eps_high]),
-    sample_seconds (the sampling and rewarding alone, for a pipeline model: utils.eval.staleness.step_seconds) and
+    sample_seconds (the sampling and rewarding alone, for a pipeline model: utils.rl.staleness.step_seconds) and
     measure_seconds (the policy's forward pass on the batch: a correction needs it, as TRL recomputes the old
     log-probs; uncorrected it only measures).
 

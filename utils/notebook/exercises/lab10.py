@@ -75,10 +75,6 @@ def _cispo_cases():
     ]
 
 
-def _reference_cispo(logp, old_logp, adv, cap):
-    return grpo.per_token_loss(logp, old_logp, torch.zeros_like(logp), adv, loss_type="cispo", cispo_cap=cap)
-
-
 @learner_check("(logp, old_logp, adv, cap)", "the per-token loss, a tensor [N, T]")
 def check_cispo_token_loss(fn):
     """Check fn(logp, old_logp, adv, cap) -> CISPO's per-token loss [N, T] (grpo.per_token_loss, loss_type "cispo"):
@@ -89,10 +85,10 @@ def check_cispo_token_loss(fn):
     try:
         fn(*cases[0][1:])
     except NotImplementedError:
-        return _note("my_cispo_token_loss", _reference_cispo)
+        return _note("my_cispo_token_loss", grpo.cispo_token_loss)
     for what, logp, old, adv, cap in cases:
         leaf_w, leaf_g = logp.clone().requires_grad_(True), logp.clone().requires_grad_(True)
-        want = _reference_cispo(leaf_w, old, adv, cap)
+        want = grpo.cispo_token_loss(leaf_w, old, adv, cap)
         got = fn(leaf_g, old.clone(), adv.clone(), cap)
         if not torch.is_tensor(got) or got.shape != want.shape:
             raise ExerciseError(f"my_cispo_token_loss on {what}: expected a tensor of shape {tuple(want.shape)} (one "
@@ -112,6 +108,7 @@ def check_cispo_token_loss(fn):
                                 f"{got_grad.tolist()}\nHint: CISPO detaches the capped ratio (ratio.detach() or "
                                 f"torch.no_grad), so the gradient of a token is -min(ratio, cap) * A, and no token "
                                 f"loses it to a clip.")
+    _said_if_reference("my_cispo_token_loss", fn, grpo.cispo_token_loss, *cases[0][1:])
     _said_if_reference("my_cispo_token_loss", fn, grpo.per_token_loss, *cases[0][1:])
     print(f"OK: my_cispo_token_loss matches CISPO's loss and its gradient on {len(cases)} worked cases.")
     return fn

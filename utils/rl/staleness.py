@@ -27,7 +27,7 @@ def sampler_log_ratios(policy, sampler, tokenizer, prompts, k=1, temperature=1.0
     copy's numbers are an inference engine's); the policy's come from one forward pass in its dtype."""
     for name, m in (("policy", policy), ("sampler", sampler)):
         checks.model("sampler_log_ratios", name, m)
-    seed = checks.number("sampler_log_ratios", "seed", seed, lo=0, integer=True)
+    seed = checks.number("sampler_log_ratios", "seed", seed, lo=0, hi=2**63 - 1, integer=True)
     ro = sample(sampler, tokenizer, prompts, k=k, temperature=temperature, max_new_tokens=max_new_tokens,
                 generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
@@ -39,7 +39,8 @@ def sampler_log_ratios(policy, sampler, tokenizer, prompts, k=1, temperature=1.0
 
 def cast(policy, dtype):
     """A frozen copy of `policy` in dtype ("float32", "bfloat16" or "float16"): StaleRollout's sampler."""
-    if dtype not in SAMPLER_DTYPES:
+    checks.model("cast", "policy", policy)
+    if not isinstance(dtype, str) or dtype not in SAMPLER_DTYPES:
         raise ValueError(f"cast: dtype must be one of {sorted(SAMPLER_DTYPES)}, got {checks._short(dtype)}")
     return copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[dtype])
 
@@ -58,7 +59,7 @@ def drift_probe(tokenizer, prompts, cfg, at=50, lags=8, n_prompts=64, seed=0):
     at = checks.number("drift_probe", "at", at, lo=1, integer=True)
     lags = checks.number("drift_probe", "lags", lags, lo=1, hi=1000, integer=True)
     n_prompts = checks.number("drift_probe", "n_prompts", n_prompts, lo=1, integer=True)
-    seed = checks.number("drift_probe", "seed", seed, lo=0, integer=True)
+    seed = checks.number("drift_probe", "seed", seed, lo=0, hi=2**63 - 1, integer=True)
     prompts = checks.strings("drift_probe", "prompts", prompts)[:n_prompts]
     batch = {}
 
