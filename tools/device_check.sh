@@ -5,7 +5,7 @@
 #
 # 1. benchmarks/gpu.py: our loop with the model on CUDA against 2 CPU threads, same seed same numbers,
 #    Lab 01's recipe trained on CUDA (~1-2 min);
-# 2. the eight solution notebooks under nbval side by side, 2 torch threads each, run cache off (the labs keep
+# 2. every solution notebook under nbval side by side, 2 torch threads each, run cache off (the labs keep
 #    the shipped model on the CPU, so this checks their asserted findings on another CPU and torch), each
 #    lab's wall time and peak RSS in labs.tsv; beside them `python -m utils.rl.launch device=cuda` (TRL on
 #    the GPU, 4 steps).
@@ -37,7 +37,7 @@ measure='import resource, subprocess, sys, time
 t = time.time(); rc = subprocess.run(sys.argv[2:]).returncode
 print(sys.argv[1], rc, round(time.time() - t), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, sep="\t")'
 echo -e "lab\trc\tseconds\tpeak_rss_mb" > "$OUT/labs.tsv"
-for nb in ${LABS:-solutions/0*.ipynb}; do
+for nb in ${LABS:-solutions/*.ipynb}; do
   n=$(basename "$nb" | cut -c1-2)
   ( OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 RLVR_LABS_CACHE=off timeout "$LAB_TIMEOUT" \
       python3 -c "$measure" "$n" python3 -m pytest -n 0 -p no:cacheprovider -q "$nb" > "$OUT/lab$n.log" 2>&1;
