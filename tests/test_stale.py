@@ -13,7 +13,7 @@ from utils.rl.rollout import CORRECTIONS, GroupRollout, StaleRollout, importance
 
 CFG = dict(steps=4, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
-STALE_KEYS = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "is_weight_mean")
+STALE_KEYS = ("staleness", "stale_abs_log_ratio", "stale_kl", "stale_ratio_out", "is_weight_mean")
 
 
 def half_right(completions, answer, **kw):
@@ -107,6 +107,9 @@ def test_staleness_and_a_low_precision_sampler_show_in_the_record():
     _, h = run(StaleRollout(lag=2), steps=4)
     assert [r["staleness"] for r in h] == [0, 1, 2, 2]
     assert h[0]["stale_abs_log_ratio"] < 1e-4 < h[2]["stale_abs_log_ratio"]
+    # the KL's k3 estimate is >= 0, about half the squared log-ratio for a small one, and 0 with no staleness
+    assert abs(h[0]["stale_kl"]) < 1e-6 and 0 < h[2]["stale_kl"] < h[2]["stale_abs_log_ratio"]
+    assert all(r["sample_seconds"] > 0 and r["measure_seconds"] > 0 for r in h)
     _, h16 = run(StaleRollout(lag=0, sampler_dtype="bfloat16"), steps=2)
     assert h16[0]["stale_abs_log_ratio"] > 1e-3
 

@@ -56,10 +56,12 @@ def test_drift_summary_by_hand():
     drift = {"token": [[0.0, 0.0], [L(1.5), L(0.5), 0.1, L(4.0)]],
              "sequence": [[0.0], [L(4.0) + L(1.5), L(0.5) + 0.1]]}     # sequence ratios 6 and 0.55
     k0, k1 = drift_summary(drift, eps_low=0.2, eps_high=0.2, is_max=3.0)
-    assert k0 == {"k": 0, "mean_abs_log_ratio": 0.0, "outside_clip": 0.0, "token_capped": 0.0,
+    assert k0 == {"k": 0, "mean_abs_log_ratio": 0.0, "kl": 0.0, "outside_clip": 0.0, "token_capped": 0.0,
                   "sequence_masked": 0.0}
     assert k1["k"] == 1
     assert k1["mean_abs_log_ratio"] == pytest.approx((L(1.5) + L(2.0) + 0.1 + L(4.0)) / 4)
+    # k3 = r - 1 - log r per token: 1.5 -> 0.5 - log 1.5, 0.5 -> -0.5 + log 2, e^0.1 -> e^0.1 - 1.1, 4 -> 3 - log 4
+    assert k1["kl"] == pytest.approx((0.5 - L(1.5) - 0.5 + L(2.0) + math.exp(0.1) - 1.1 + 3 - L(4.0)) / 4)
     assert k1["outside_clip"] == pytest.approx(3 / 4)   # 1.5, 0.5 and 4 are outside [0.8, 1.2]; e^0.1 = 1.105 in
     assert k1["token_capped"] == pytest.approx(1 / 4)   # only 4 > 3
     assert k1["sequence_masked"] == pytest.approx(1 / 2)  # 6 > 3; 0.55 is not above the cap

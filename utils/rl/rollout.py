@@ -186,7 +186,8 @@ class StaleRollout(GroupRollout):
     The sampler is a copy of the policy; before step s it gets the policy's weights of step max(0, s - lag)
     (lag 0: this step's, the on-policy loop), cast to its dtype. Each step also measures how far the policy is
     from the sampler on the batch (one forward pass of the policy, no gradient), into the step's record:
-    staleness (steps behind), stale_abs_log_ratio (mean |log pi_policy - log pi_sampler| a token) and
+    staleness (steps behind), stale_abs_log_ratio (mean |log pi_policy - log pi_sampler| a token), stale_kl
+    (KL(sampler || policy) a token, the k3 estimate r - 1 - log r on the sampler's tokens, r = pi_policy / pi_sampler),
     stale_ratio_out (share of tokens whose ratio pi_policy / pi_sampler lies outside [1 - eps_low, 1 + eps_high]),
     sample_seconds (the sampling and rewarding alone, for a pipeline model: utils.rl.staleness.step_seconds) and
     measure_seconds (the policy's forward pass on the batch: a correction needs it, as TRL recomputes the old
@@ -242,6 +243,7 @@ class StaleRollout(GroupRollout):
             n = m.sum().clamp(min=1)
             out = ((d.exp() < 1 - cfg.eps_low) | (d.exp() > 1 + cfg.eps_high)).float() * m
             b.counts = dict(b.counts, staleness=len(weights) - 1, stale_abs_log_ratio=(d.abs().sum() / n).item(),
+                            stale_kl=(((d.exp() - 1 - d) * m).sum() / n).item(),
                             stale_ratio_out=(out.sum() / n).item(), sample_seconds=sampled_s,
                             measure_seconds=time.perf_counter() - t)
             if self.correction is None:

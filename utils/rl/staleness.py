@@ -99,7 +99,9 @@ def _drift(where, drift):
 
 
 def drift_summary(drift, eps_low=0.2, eps_high=0.2, is_max=3.0):
-    """One row per k of drift_of's result: k, mean_abs_log_ratio (per token), outside_clip (share of tokens
+    """One row per k of drift_of's result: k, mean_abs_log_ratio (per token), kl (KL(sampler || learner) a token,
+    estimated on the sampler's tokens with k3 = r - 1 - log r, r the ratio: arXiv 2402.03300's estimator, >= 0),
+    outside_clip (share of tokens
     whose ratio lies outside [1 - eps_low, 1 + eps_high]: where a clipped loss can stop their gradient),
     token_capped (share of tokens with ratio > is_max: what token_truncate caps and token_mask drops) and
     sequence_masked (share of completions whose sequence ratio exp(sum of log-ratios) lies above is_max: what
@@ -114,6 +116,7 @@ def drift_summary(drift, eps_low=0.2, eps_high=0.2, is_max=3.0):
         t, s = torch.tensor(tok, dtype=torch.float64), torch.tensor(seq, dtype=torch.float64)
         share = lambda x: float(x.float().mean()) if x.numel() else 0.0  # noqa: E731
         rows.append({"k": k, "mean_abs_log_ratio": float(t.abs().mean()) if t.numel() else 0.0,
+                     "kl": float((t.exp() - 1 - t).mean()) if t.numel() else 0.0,
                      "outside_clip": share((t < lo) | (t > hi)), "token_capped": share(t > cap),
                      "sequence_masked": share(s > cap)})
     return rows
