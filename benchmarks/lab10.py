@@ -9,6 +9,7 @@ Usage:
     python benchmarks/lab10.py --part groups                 # G = 2, 4, 8 at 256 completions a step
     python benchmarks/lab10.py --part updates                # lag 4, 4 updates a batch, corrected or not
     python benchmarks/lab10.py --part drift                  # lag 0 with a drift probe: 1..8 steps from step 50
+    python benchmarks/lab10.py --part controls               # on-policy controls: 4 updates, SAPO, CISPO at lag 0
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -55,6 +56,11 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
     # on-policy runs with utils.rl.staleness.drift_probe: how far 1..8 steps carry the policy from a batch's sampler,
     # measured from step 50 (the probe leaves the run's training as it is: these runs are lag 0's)
     "drift": {"lag 0, drift probe at step 50": dict(probe=True)},
+    # the matched controls on-policy: four updates a batch at lag 0 (where corrected and uncorrected are one loss), and
+    # SAPO and CISPO at lag 0 (is their place in the zoo about staleness?)
+    "controls": {"lag 0, 4 updates": dict(lag=0, cfg={"updates_per_batch": 4}),
+                 "lag 0, sapo": dict(lag=0, cfg={"loss_type": "sapo"}),
+                 "lag 0, cispo": dict(lag=0, cfg={"loss_type": "cispo"})},
     # the corrections where the clip can bind: four updates a batch, so the "old" policy of the corrected loss is the
     # policy before the first of them (decoupled PPO: the clip against it, the weight against the sampler)
     "updates": {f"lag 4, 4 updates, {c or 'uncorrected'}": dict(lag=4, correction=c, cfg={"updates_per_batch": 4})

@@ -151,9 +151,17 @@ def test_a_corrected_stale_run_trains_and_its_weights_reach_the_loss():
     (dict(correction="token"), {}, "correction must be None or one of"),
     (dict(correction="token_mask", is_min=2.0, is_max=1.0), {}, "is_min"),
     (dict(correction="token_mask", is_max=0), {}, "is_max"),
-    (dict(correction="token_truncate"), dict(beta=0.04), "set cfg.beta=0"),
+    (dict(correction="token_truncate"), dict(loss_type="vespo"), "vespo"),
 ])
 def test_bad_settings_are_refused_by_name(kw, cfg, match):
     policy, tok = load_policy()
     with pytest.raises(ValueError, match=match):
         StaleRollout(**kw).start(policy, tok, PROMPTS, ANSWERS, half_right, GRPOConfig(**(CFG | cfg)))
+
+
+def test_a_correction_with_a_kl_term_weights_only_the_policy_term():
+    """As trl 1.16's _compute_loss: the importance weights multiply the policy term, and beta * KL is added unweighted.
+    The loop puts the weights on the advantages, so with beta > 0 a correction trains, and the KL is recorded as
+    usual."""
+    _, h = run(StaleRollout(lag=1, correction="token_truncate"), beta=0.04, track_kl=True, steps=3)
+    assert len(h) == 3 and all(math.isfinite(r["loss"]) and r["kl"] >= 0 for r in h)

@@ -121,10 +121,10 @@ QUESTIONS = {
          "optimizer holds the trainable parameters."),
     ],
     "10": [
-        ("A learner trains on a batch its sampler wrote 4 steps ago, with one update a batch. What does the "
-         "clipped loss divide each token's probability by?", ["the probability under the policy of this step",
-                                                             "the probability under the sampler that wrote it",
-                                                             "the reference model's probability"], 1,
+        ("A learner trains on a batch its sampler wrote 4 steps ago, with one update a batch and no importance-"
+         "sampling correction. What does the clipped loss divide each token's probability by?",
+         ["the probability under the policy of this step", "the probability under the sampler that wrote it",
+          "the reference model's probability"], 1,
          "The 'old' policy of the ratio is the behaviour policy, the one that sampled: its distance from the learner "
          "is the staleness, and the clip bounds it."),
         ("With four updates on each stale batch, what does a correction such as token_truncate add?",

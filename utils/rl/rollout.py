@@ -200,7 +200,9 @@ class StaleRollout(GroupRollout):
     token's loss is weighted by the importance ratio w = pi_policy / pi_sampler, per token or per sequence (the
     product over its tokens), truncated to [is_min, is_max] or set to 0 outside it (masked). The loop applies
     w as a factor on the advantages (Batch.weights), which for w >= 0 is the same as weighting each token's
-    policy loss; TRL weights the KL term too, so a correction needs cfg.beta = 0 here."""
+    policy loss, as TRL does (trl 1.16's _compute_loss multiplies the policy term by the weights and adds the KL term
+    unweighted, so beta > 0 is fine). VESPO takes no correction here: TRL folds the weights into VESPO's own sequence
+    weight instead of multiplying the loss."""
     lag: int = 0
     sampler_dtype: str = "float32"
     correction: str | None = None
@@ -219,9 +221,10 @@ class StaleRollout(GroupRollout):
         lo = None if self.is_min is None else checks.number("StaleRollout", "is_min", self.is_min, lo=0)
         if lo is not None and hi is not None and lo >= hi:
             raise ValueError(f"StaleRollout: is_min ({lo}) must be below is_max ({hi})")
-        if self.correction and cfg.beta > 0:
-            raise ValueError("StaleRollout: a correction weights the policy term of the loss only (TRL weights the KL "
-                             "term too): set cfg.beta=0, or correction=None")
+        if self.correction and cfg.loss_type == "vespo":
+            raise ValueError("StaleRollout: loss_type='vespo' takes no correction here (TRL folds the importance "
+                             "weights into VESPO's own sequence weight, which this loop does not model): set "
+                             "correction=None, or pick another loss_type")
         checks.model("StaleRollout", "policy", policy)
         sampler = copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[self.sampler_dtype])
         weights = deque(maxlen=lag + 1)   # the policy's weights of the last lag + 1 steps, oldest first
