@@ -34,7 +34,7 @@ from utils.eval import control, metrics
 from utils.eval import traces as trace_eval
 from utils.models import policy as pol
 from utils.notebook import widgets
-from utils.rl import breaks, staleness
+from utils.rl import breaks, rollout, staleness
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
@@ -191,7 +191,7 @@ CASES = {
         seed=0), lambda out, kw: out[0].shape == out[1].shape and torch.isfinite(out[0]).all()),
     "staleness.drift_probe": (staleness.drift_probe, dict(tokenizer="TOK", prompts=PROMPTS, cfg=_cfg(), at=1, lags=2,
                                                           n_prompts=2, seed=0), lambda out, kw: callable(out)),
-    "staleness.cast": (staleness.cast, dict(policy="MODEL", dtype="bfloat16"),
+    "rollout.cast": (rollout.cast, dict(policy="MODEL", dtype="bfloat16"),
                        lambda out, kw: next(out.parameters()).dtype == torch.bfloat16),
     "policy.sample": (pol.sample, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2, temperature=1.0,
                                        max_new_tokens=4, generator=None), _sample_ok),

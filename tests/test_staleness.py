@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from utils.models.policy import load_policy  # noqa: E402
 from utils.rl.grpo import GRPOConfig  # noqa: E402
 from utils.rl.loop import train_grpo  # noqa: E402
-from utils.rl.staleness import cast, drift_of, drift_probe, drift_summary, sampler_log_ratios, step_seconds  # noqa
+from utils.rl.rollout import cast  # noqa: E402
+from utils.rl.staleness import drift_of, drift_probe, drift_summary, sampler_log_ratios, step_seconds  # noqa
 
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
 CFG = GRPOConfig(steps=5, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)

@@ -226,7 +226,7 @@ class StaleRollout(GroupRollout):
                              "weights into VESPO's own sequence weight, which this loop does not model): set "
                              "correction=None, or pick another loss_type")
         checks.model("StaleRollout", "policy", policy)
-        sampler = copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[self.sampler_dtype])
+        sampler = cast(policy, self.sampler_dtype)
         weights = deque(maxlen=lag + 1)   # the policy's weights of the last lag + 1 steps, oldest first
         draw = super().start(sampler, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
 
@@ -238,11 +238,7 @@ class StaleRollout(GroupRollout):
             sampled_s = time.perf_counter() - t
             ro = b.ro
             t = time.perf_counter()
-            with torch.no_grad():
-                logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
-                                              ro.completion_mask, cfg.temperature)          # [N, T] the policy's
-            m = (ro.completion_mask if ro.loss_mask is None else ro.loss_mask).float()      # [N, T] tokens with loss
-            d = (logp - ro.logprobs.float()) * m                                            # [N, T] log pi / pi_sampler
+            logp, d, m = policy_log_ratio(policy, ro, cfg.temperature, ro.loss_mask)      # [N, T] each
             n = m.sum().clamp(min=1)
             out = ((d.exp() < 1 - cfg.eps_low) | (d.exp() > 1 + cfg.eps_high)).float() * m
             b.counts = dict(b.counts, staleness=len(weights) - 1, stale_abs_log_ratio=(d.abs().sum() / n).item(),
@@ -257,6 +253,26 @@ class StaleRollout(GroupRollout):
             b.counts["is_weight_mean"] = ((b.weights * m).sum() / n).item()
             return b
         return stale
+
+
+def cast(policy, dtype):
+    """A frozen copy of `policy` in dtype ("float32", "bfloat16" or "float16"): StaleRollout's sampler."""
+    checks.model("cast", "policy", policy)
+    if not isinstance(dtype, str) or dtype not in SAMPLER_DTYPES:
+        raise ValueError(f"cast: dtype must be one of {sorted(SAMPLER_DTYPES)}, got {checks._short(dtype)}")
+    return copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[dtype])
+
+
+def policy_log_ratio(policy, ro, temperature=1.0, mask=None):
+    """How far `policy` is from the sampler that wrote the Rollout ro, token by token: (logp [N, T], the policy's
+    log-probs of ro's tokens from one forward pass without gradient; log_ratio [N, T] = logp - ro.logprobs, the log
+    of the importance ratio pi_policy / pi_sampler, 0 off the mask; mask [N, T] float: `mask`, or the completion's
+    tokens when None)."""
+    with torch.no_grad():
+        logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
+                                      temperature)                                  # [N, T]
+    m = (ro.completion_mask if mask is None else mask).float()                      # [N, T]
+    return logp, (logp - ro.logprobs.float()) * m, m
 
 
 def importance_weights(log_ratio, mask, mode, lo=None, hi=None):

@@ -3,21 +3,20 @@
     sampler_log_ratios(policy, sampler, tok, prompts)   log pi_policy - log pi_sampler on the sampler's completions
     drift_probe(tok, prompts, cfg, at=50, lags=8)       a callback: the same, k = 0..lags steps into a run
     drift_of(history)                                   what the probe measured
-    drift_summary(drift, eps_low, eps_high, is_max)     per k: mean |log ratio|, share outside the clip, weights
+    drift_summary(drift, eps_low, eps_high, is_max)     per k: mean |log ratio|, KL, share outside the clip, capped
     step_seconds(sample_s, update_s, lag)               one step's time in a sequential or an overlapped pipeline
 
 The log-ratio is the importance ratio's logarithm: the loss divides by the sampler's probability of each token,
 so every token a stale or low-precision sampler wrote enters with ratio exp(log pi_policy - log pi_sampler).
 """
-import copy
 import math
 
 import torch
 
 from utils import checks
-from utils.models.policy import completion_logprobs, sample
+from utils.models.policy import sample
 from utils.rl.grpo import GRPOConfig
-from utils.rl.rollout import SAMPLER_DTYPES
+from utils.rl.rollout import policy_log_ratio
 
 
 def sampler_log_ratios(policy, sampler, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, seed=0):
@@ -30,19 +29,8 @@ def sampler_log_ratios(policy, sampler, tokenizer, prompts, k=1, temperature=1.0
     seed = checks.number("sampler_log_ratios", "seed", seed, lo=0, hi=2**63 - 1, integer=True)
     ro = sample(sampler, tokenizer, prompts, k=k, temperature=temperature, max_new_tokens=max_new_tokens,
                 generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
-                                      temperature)                                  # [N, T]
-    m = ro.completion_mask.float()                                                  # [N, T]
-    return (logp.float() - ro.logprobs.float()) * m, m
-
-
-def cast(policy, dtype):
-    """A frozen copy of `policy` in dtype ("float32", "bfloat16" or "float16"): StaleRollout's sampler."""
-    checks.model("cast", "policy", policy)
-    if not isinstance(dtype, str) or dtype not in SAMPLER_DTYPES:
-        raise ValueError(f"cast: dtype must be one of {sorted(SAMPLER_DTYPES)}, got {checks._short(dtype)}")
-    return copy.deepcopy(policy).eval().requires_grad_(False).to(SAMPLER_DTYPES[dtype])
+    _, log_ratio, m = policy_log_ratio(policy, ro, temperature)                    # [N, T] each
+    return log_ratio, m
 
 
 def drift_probe(tokenizer, prompts, cfg, at=50, lags=8, n_prompts=64, seed=0):
@@ -70,12 +58,7 @@ def drift_probe(tokenizer, prompts, cfg, at=50, lags=8, n_prompts=64, seed=0):
         if k == 0:
             batch["ro"] = sample(policy, tokenizer, prompts, k=cfg.group_size, temperature=cfg.temperature,
                                  max_new_tokens=cfg.max_new_tokens, generator=torch.Generator().manual_seed(seed))
-        ro = batch["ro"]
-        m = ro.completion_mask.float()                                              # [N, T]
-        with torch.no_grad():
-            logp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids,
-                                          ro.completion_mask, cfg.temperature)      # [N, T]
-        d = (logp - ro.logprobs) * m                                                # [N, T] log pi_(at+k) - log pi_at
+        _, d, m = policy_log_ratio(policy, batch["ro"], cfg.temperature)  # [N, T] log pi_(at+k) - log pi_at, mask
         return {"drift_token": d[m.bool()].tolist(), "drift_sequence": d.sum(1).tolist()}
     return probe
 
@@ -101,8 +84,8 @@ def _drift(where, drift):
 def drift_summary(drift, eps_low=0.2, eps_high=0.2, is_max=3.0):
     """One row per k of drift_of's result: k, mean_abs_log_ratio (per token), kl (KL(sampler || learner) a token,
     estimated on the sampler's tokens with k3 = r - 1 - log r, r the ratio: arXiv 2402.03300's estimator, >= 0),
-    outside_clip (share of tokens
-    whose ratio lies outside [1 - eps_low, 1 + eps_high]: where a clipped loss can stop their gradient),
+    outside_clip (share of tokens whose ratio lies outside [1 - eps_low, 1 + eps_high]: where a clipped loss can
+    stop their gradient),
     token_capped (share of tokens with ratio > is_max: what token_truncate caps and token_mask drops) and
     sequence_masked (share of completions whose sequence ratio exp(sum of log-ratios) lies above is_max: what
     TRL's default sequence_mask drops)."""
