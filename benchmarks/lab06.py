@@ -11,6 +11,7 @@ aggregation, and what a short completion cap does. Usage:
     python benchmarks/lab06.py --part sequence-clip   # the same for GSPO and LUSPO at GSPO's clip range
     python benchmarks/lab06.py --part steps    # 40 steps: credit per step (process supervision) against outcome
     python benchmarks/lab06.py --part best-of-n   # no training: choosing one of 8 samples by vote or by verdicts
+    python benchmarks/lab06.py --part free-length  # 100 steps of the check model: what each objective does to length
     python benchmarks/lab06.py --part lab --seeds 0 --steps 10   # a quick look (not written to the results)
 
 Every run is the trace model (data/trace_model) trained by utils.runs.traces.train_on_traces, the
@@ -43,6 +44,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.common import run_all, run_options  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 # the notebook's config (solutions/06_reward_design_on_traces.ipynb shows the same values and checks them)
@@ -109,6 +111,18 @@ STEPS = {"outcome": ("outcome", {}),
          "steps": ("valid steps", {}, {"steps_fn": "step_verdicts", "outcome_weight": 0.0}),
          "outcome + steps": ("outcome", {}, {"steps_fn": "step_verdicts", "outcome_weight": 1.0}),
          "outcome, lr 2.5e-4": ("outcome", {"lr": 2.5e-4})}
+# A free length (issue 35, item 3): the check model (data/check_model), pre-trained on the same noisy traces, half of
+# them with a check pass (the working written twice, scratchpad.with_check), so a right trace can be about twice as
+# long as it needs and the outcome reward pays the same. What each aggregation does to length when length is free:
+# Dr. GRPO (arXiv 2503.20783) says dividing by a sequence's own length (grpo) favours short right answers and long
+# wrong ones; LUSPO (arXiv 2602.05261) says GSPO's sequence-level objective pushes outputs shorter. 100 steps, a cap
+# that fits the longest right trace with its check pass (4 columns: 78 tokens), the lab's config otherwise.
+FREE_CONFIG = dict(LAB_CONFIG, steps=100, max_new_tokens=96, eval_every=20)
+# dapo is left out: on-policy it is dr_grpo with a per-batch scale (every token weighs alike in both); GSPO and LUSPO
+# run off-policy (4 updates a batch) at GSPO's clip range, where the part 'sequence-clip' found them learning.
+FREE = {"outcome": ("outcome", {}), "outcome, dr_grpo": ("outcome", {"loss_type": "dr_grpo"}),
+        "outcome, gspo, 4 updates": SEQ_CLIP["outcome, gspo, clip 3e-4/4e-4"],
+        "outcome, luspo, 4 updates": SEQ_CLIP["outcome, luspo, clip 3e-4/4e-4"]}
 KEEP = ("reward_mean", "clip_frac", "completion_len", "completion_len_right", "completion_len_wrong", "truncated_frac",
         "entropy", "group_reward_std", "heldout_pass@1")
 
@@ -134,14 +148,14 @@ def sparse_train():
     return Dataset.from_list(scratchpad.fresh_problems(SPARSE_TRAIN, 5, SPARSE_TRAIN_SEED, exclude=ood))
 
 
-def run(condition, table, config, eval_k, seed, steps, train=None, test=None):
+def run(condition, table, config, eval_k, seed, steps, train=None, test=None, model=None):
     from utils.models.policy import TRACE, load_policy
     from utils.rl.grpo import GRPOConfig
     from utils.runs.traces import train_on_traces
     from utils.tasks import scratchpad
 
     setup(seed, quiet=True)
-    base, tok = load_policy(TRACE)
+    base, tok = load_policy(model or TRACE)
     from utils.verifiers import traces
 
     reward, changes, credit = (*table[condition], {})[:3]  # credit: per-step credit (STEPS)
@@ -184,23 +198,14 @@ def best_of_n_part(seeds):
     print("wrote", path)
 
 
-def _threads(n):
-    import torch
-    torch.set_num_threads(n)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=("lab", "long", "length", "sparse", "objectives", "objectives-long",
-                                       "objectives-offpolicy", "sequence-clip", "steps", "best-of-n"), default="lab")
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--conditions", nargs="+", default=None)
-    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
-    args = ap.parse_args()
+                                       "objectives-offpolicy", "sequence-clip", "steps", "best-of-n",
+                                       "free-length"), default="lab")
+    args = run_options(ap).parse_args()
     from utils.eval.traces import trace_metrics
-    from utils.models.policy import TRACE, load_policy
+    from utils.models.policy import CHECK, TRACE, load_policy
     from utils.tasks import scratchpad
 
     if args.part == "best-of-n":
@@ -213,27 +218,28 @@ def main():
                              "objectives-long": (LONG_CONFIG, OBJECTIVES, LONG_EVAL_K),
                              "objectives-offpolicy": (LAB_CONFIG, OFFPOLICY, LAB_EVAL_K),
                              "sequence-clip": (LAB_CONFIG, SEQ_CLIP, LAB_EVAL_K),
-                             "steps": (LAB_CONFIG, STEPS, LAB_EVAL_K)}[args.part]
+                             "steps": (LAB_CONFIG, STEPS, LAB_EVAL_K),
+                             "free-length": (FREE_CONFIG, FREE, LAB_EVAL_K)}[args.part]
     steps = args.steps or config["steps"]
     conditions = args.conditions or list(table)
     setup(0, quiet=True)
     train, test = (sparse_train(), scratchpad.load_split("ood")) if args.part == "sparse" else (None, None)
-    base = trace_metrics(*load_policy(TRACE), test or scratchpad.load_split("test"), k=eval_k,
+    model = CHECK if args.part == "free-length" else TRACE
+    base = trace_metrics(*load_policy(model), test or scratchpad.load_split("test"), k=eval_k,
                          max_new_tokens=config["max_new_tokens"])
-    jobs = [(c, table, config, eval_k, seed, steps, train, test) for c in conditions for seed in args.seeds]
-    if args.jobs > 1:  # runs side by side, each on --threads torch threads (a machine with many cores)
-        import multiprocessing
-        with multiprocessing.get_context("spawn").Pool(args.jobs, _threads, (args.threads,)) as pool:
-            done = pool.starmap(run, jobs)
+    jobs = [(c, table, config, eval_k, seed, steps, train, test, model) for c in conditions for seed in args.seeds]
+    done = run_all(run, jobs, args.jobs, args.threads)
     runs = []
     for i, job in enumerate(jobs):
         c, seed = job[0], job[4]
-        runs.append(done[i] if args.jobs > 1 else run(*job))
+        runs.append(done[i])
         f = runs[-1]["final"]
         print(f"{c:18s} seed {seed}: pass@1 {f['pass@1']:.3f}  CoT {f['cot_pass@1']:.3f}  steps exact "
               f"{f['steps_exact']:.3f}  arithmetic {f['arithmetic_score']:.3f}  length {f['length']:.1f} "
               f"(right {f['length_right'] or 0:.1f}, wrong {f['length_wrong'] or 0:.1f})  truncated "
-              f"{f['truncated']:.3f}  extra steps {f['extra_steps']:.2f}  ({runs[-1]['seconds']:.0f} s)",
+              f"{f['truncated']:.3f}  extra steps {f['extra_steps']:.2f}  checked {f['checked']:.3f} "
+              f"(right {f['checked_right'] or 0:.2f}, wrong {f['checked_wrong'] or 0:.2f})  "
+              f"({runs[-1]['seconds']:.0f} s)",
               flush=True)
     print("\nbase model: " + "  ".join(f"{k} {v:.3f}" for k, v in base.items() if isinstance(v, float)))
     for c in conditions:
@@ -246,7 +252,7 @@ def main():
     path = os.path.join(ROOT, "benchmarks", "results", "lab06.json")
     out = json.load(open(path)) if os.path.exists(path) else {}
     out[args.part] = {"environment": environment(), "config": config, "eval_k": eval_k, "seeds": args.seeds,
-                      "base": base, "runs": runs}
+                      "base": base, "runs": runs} | ({"model": model} if model != TRACE else {})
     if args.jobs > 1:  # the environment's torch_threads is the parent's; each run had --threads
         out[args.part] |= {"jobs": args.jobs, "threads_per_run": args.threads}
     with open(path, "w") as f:

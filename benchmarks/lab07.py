@@ -35,6 +35,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.common import run_all, run_options  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 # the notebook's config (solutions/07_data_and_compute.ipynb shows the same values and checks them)
@@ -206,20 +207,10 @@ def fits(runs, base):
     return out
 
 
-def _threads(n):
-    import torch
-    torch.set_num_threads(n)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=("data", "scaling", "controls"), default="data")
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--conditions", nargs="+", default=None, help="data: conditions; scaling: model names")
-    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
-    args = ap.parse_args()
+    args = run_options(ap, conditions_help="data: conditions; scaling: model names").parse_args()
     from utils import TRACE_SIZES
     from utils.tasks.curation import load_pass_rates
 
@@ -235,14 +226,11 @@ def main():
     rates = load_pass_rates()
     jobs = [(c, seed, steps, rates) if data else (c, seed, steps) for c in todo for seed in args.seeds]
     fn = run_data if data else run_scaling
-    if args.jobs > 1:  # runs side by side, each on --threads torch threads (a machine with many cores)
-        import multiprocessing
-        with multiprocessing.get_context("spawn").Pool(args.jobs, _threads, (args.threads,)) as pool:
-            done = pool.starmap(fn, jobs)
+    done = run_all(fn, jobs, args.jobs, args.threads)
     runs = []
     for i, job in enumerate(jobs):
         c, seed = job[0], job[1]
-        r = done[i] if args.jobs > 1 else fn(*job)
+        r = done[i]
         runs.append(r)
         f = r["final"]
         print(f"{c:28s} seed {seed}: pass@1 {f['pass@1']:.3f}  by digits "

@@ -29,6 +29,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.common import run_all, run_options  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 CONFIG = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
@@ -108,20 +109,11 @@ def run(condition, fields, seed, steps):
             "per_step": {k: [r.get(k) for r in hist] for k in keys}}
 
 
-def _threads(n):
-    import torch
-    torch.set_num_threads(n)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=tuple(PARTS), default="staleness")
-    ap.add_argument("--steps", type=int, default=CONFIG["steps"])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--conditions", nargs="+", default=None)
-    ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
-    args = ap.parse_args()
+    args = run_options(ap).parse_args()
+    args.steps = args.steps or CONFIG["steps"]
     setup(seed=0, quiet=True)
     from utils.eval.metrics import heldout_metrics
     from utils.models.policy import load_policy
@@ -132,12 +124,7 @@ def main():
     before = heldout_metrics(base, tok, {"heldout": (test["prompt"], test["answer"])}, n=CONFIG["eval_n"])
     conds = {c: f for c, f in PARTS[args.part].items() if not args.conditions or c in args.conditions}
     jobs = [(c, f, s, args.steps) for c, f in conds.items() for s in args.seeds]
-    if args.jobs > 1:
-        import multiprocessing
-        with multiprocessing.get_context("spawn").Pool(args.jobs, _threads, (args.threads,)) as pool:
-            runs = pool.starmap(run, jobs)
-    else:
-        runs = [run(*j) for j in jobs]
+    runs = run_all(run, jobs, args.jobs, args.threads)
     for r in runs:
         ps = r["per_step"]
         mean = lambda k: sum(v for v in ps[k] if v is not None) / max(1, sum(v is not None for v in ps[k]))  # noqa

@@ -183,3 +183,41 @@ def test_size_names_reach_the_build_script(tmp_path):
     assert log["arch"] == "llama" and log["config"]["n_embd"] == 128 and log["task"] == "scratchpad"
     r = run("size=gpt2-huge", f"out_dir={tmp_path}")
     assert r.returncode != 0 and "unknown size 'gpt2-huge'" in r.stderr and "gpt2-6x192" in r.stderr
+
+
+# ---------------------------------------------------------------- the check model (Lab 06) and the mix model (Lab 07)
+@pytest.mark.parametrize("name, task", [("rlvr-check", "scratchpad-check"), ("rlvr-mix", "mix")])
+def test_shipped_check_and_mix_models_are_what_the_script_builds(name, task):
+    """Each loads by name; its build log holds its task's recipe (TASKS) and it stopped at the first check that
+    reached the targets (the mix model: the three tasks' mean, and none below target_min)."""
+    from utils.models.policy import load_policy
+    from utils.runs.build_base_model import TASKS
+
+    config, folder = TASKS[task]
+    model, tok = load_policy(name)
+    with open(os.path.join(folder, "build_log.json")) as f:
+        log = json.load(f)
+    assert log["task"] == task and log["config"] == config
+    done = lambda r: r["valid_pass@1"] >= config["target_pass1"] and all(  # noqa: E731
+        v >= config.get("target_min", 0) for k, v in r.items() if k.startswith("valid_pass@1 "))
+    assert done(log["log"][-1]) and not any(done(r) for r in log["log"][:-1])
+    assert model.config.n_positions == config["n_positions"] and sum(p.numel() for p in model.parameters()) < 5e6
+
+
+def test_build_script_check_and_mix_tasks(tmp_path):
+    """The plumbing of the two recipes (two optimiser steps): the mix model's tokenizer reads all three tasks'
+    prompts, and its log has each task's valid pass@1."""
+    from utils.tasks import mix
+
+    _, tok = build(out_dir=str(tmp_path / "c"), task="scratchpad-check", max_steps=2, eval_every=1000,
+                   batch_size=4, n_layer=1, n_embd=32, n_head=2)
+    assert len(tok) == 3 + len("0123456789+=>: ")
+    _, tok = build(out_dir=str(tmp_path / "m"), task="mix", max_steps=2, eval_every=2, batch_size=4, n_layer=1,
+                   n_embd=32, n_head=2)
+    assert len(tok) == 3 + len(mix.ALPHABET)
+    for text in ("37-29=8", "47*6=282", "8+6+0=14 >14"):
+        assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+    with open(tmp_path / "m" / "build_log.json") as f:
+        log = json.load(f)["log"][0]
+    assert {f"valid_pass@1 {t}" for t in mix.TASKS} <= set(log)
+    assert log["valid_pass@1"] == pytest.approx(sum(log[f"valid_pass@1 {t}"] for t in mix.TASKS) / 3, abs=1e-3)

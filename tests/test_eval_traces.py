@@ -68,15 +68,19 @@ def test_trace_metrics_by_hand(monkeypatch, trace_model):
     # process: 1, 1/2 (one of two steps), 1, 1/2 (the second token does not parse) -> 0.75
     assert m["process_score"] == 0.75 and m["by_digits"] == {} and m["extra_steps"] == 0.0
     assert m["by_length"] == {12: [1, 1], 20: [3, 1]}  # lengths 20, 12, 20, 20; right: the first two
-    ro.texts = ["2+3+0=5 1+0+0=1 0+0+0=0 0+0+0=0 >15", "2+3+0=5 >15", "2+3+0=5 1+0+0=1 9+9+0=18 >15", "x"]
-    assert trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)["extra_steps"] == (2 + 0 + 1 + 0) / 4  # padding
+    ro.texts = ["2+3+0=5 1+0+0=1 2+3+0=5 1+0+0=1 >15", "2+3+0=5 >15", "2+3+0=5 2+3+0=5 9+9+0=18 >15", "x"]
+    m = trace_metrics(model, tok, rows((12, 3), (12, 3)), k=2)
+    assert m["extra_steps"] == (2 + 0 + 1 + 0) / 4  # padding
+    # a check pass: the first step again two or more steps on; only the first (the third's repeat is a padded
+    # step, next to itself); the three right answers are the first three
+    assert m["checked"] == 0.25 and m["checked_right"] == 1 / 3 and m["checked_wrong"] == 0.0
     r = rows((12, 3), (123, 4))
     r["digits"] = [2, 3]
     m = trace_metrics(model, tok, r, k=2)  # the first two samples are problem 12+3's, the last two 123+4's
     assert m["by_digits"] == {2: {"pass@1": 1.0, "length": 16.0, "length_right": 16.0, "length_wrong": None,
-                                  "truncated": 0.0},
+                                  "truncated": 0.0, "checked": 0.5},
                               3: {"pass@1": 0.0, "length": 20.0, "length_right": None, "length_wrong": 20.0,
-                                  "truncated": 0.5}}
+                                  "truncated": 0.5, "checked": 0.0}}
     with pytest.raises(ValueError, match="k=0 must be an integer >= 1"):
         trace_metrics(model, tok, rows((12, 3)), k=0)
 

@@ -50,10 +50,11 @@ from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, rollout, staleness, trl_trainer
 from utils.tasks import arithmetic as tasks
-from utils.tasks import chat, curation, scratchpad
+from utils.tasks import chat, curation, mix, scratchpad
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import chat as chat_verifier
+from utils.verifiers import mix as mix_verifier
 from utils.verifiers import traces as trace_verifiers
 
 BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -0.5, 0, 10**30, True, False, [],
@@ -112,6 +113,11 @@ CASES = {
                                                               step_mask=torch.tensor([[0, 1], [0, 1]]).bool(),
                                                               group_size=2, scale_std=True, eps=1e-4),
                                 lambda r: r.shape == (2, 2) and torch.isfinite(r).all()),
+    "scratchpad.with_check": (scratchpad.with_check, dict(text="8+6+0=14 >14"),
+                              lambda r: r == "8+6+0=14 8+6+0=14 >14"),
+    "mix.format_multiply": (mix.format_multiply, dict(a=47, b=6), lambda r: isinstance(r, str) and r.endswith("=")),
+    "mix.make_multiply_splits": (mix.make_multiply_splits, dict(seed=0),
+                                 lambda r: sum(len(v) for v in r.values()) == 1000),
     "scratchpad.fresh_problems": (scratchpad.fresh_problems, dict(n=3, digits=2, seed=0, exclude=["12+34:"]),
                                   lambda r: len(r) == 3),
     "seccomp.instructions": (seccomp.instructions, dict(arch="x86_64"), lambda r: isinstance(r, list) and r),
@@ -448,6 +454,10 @@ FEW = {
     "tasks.load_split": (tasks.load_split, dict(name="test", n=3, data_dir=DATA_DIR), lambda r: len(r) >= 1),
     "scratchpad.load_split": (scratchpad.load_split, dict(name="test", n=3, digits=None, data_dir=DATA_DIR),
                               lambda r: len(r) >= 1),
+    "mix.load_task": (mix.load_task, dict(task="multiply", name="test", n=3, data_dir=DATA_DIR),
+                      lambda r: len(r) >= 1 and set(r["task"]) == {"multiply"}),
+    "mix.load_mix": (mix.load_mix, dict(name="test", n=2, tasks=("arithmetic", "multiply"), data_dir=DATA_DIR),
+                     lambda r: len(r) >= 2 and "task" in r.column_names),
     "chat.chat_dataset": (chat.chat_dataset, dict(tokenizer=ChatTokenizer(), dataset=_dataset()),
                           lambda r: len(r) == 2 and r["prompt"][0].startswith("<user>")),
     "setup.setup": (closing(course_setup.setup), dict(seed=0, quiet=True), lambda r: r in ("cpu", "cuda")),
@@ -578,6 +588,9 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
                                                                                    **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],
+                                                       task=["arithmetic", "traces"], a=[1, 478], b=[2, 356]),
+                        "scores"),
     "traces.valid_steps_reward": (trace_verifiers.valid_steps_reward, dict(completions=[TRACE], **ROWS_COLUMNS),
                                   "scores"),
     "sql.sql_syntax_reward": (sql.sql_syntax_reward, dict(completions=["SELECT 1"], timeout_s=2.0), "scores"),
@@ -750,13 +763,15 @@ EXEMPT = {
     **_exempt("pre-training a base model (minutes): python -m utils.runs.build_base_model and the benchmarks",
               "utils.runs.build_base_model.build", "utils.runs.build_base_model.make_model",
               "utils.models.policy.char_tokenizer", "utils.tasks.arithmetic.pretrain_problem",
-              "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace"),
+              "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace",
+              "utils.tasks.mix.pretrain_example"),
     **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
               "utils.tasks.scratchpad.make_problem"),
     **_exempt("the command line that writes the shipped splits or database (python -m utils.tasks.<task>, "
               "python -m utils.verifiers.sql), and load_split's file name for a split it has checked",
               "utils.tasks.arithmetic.write_splits", "utils.tasks.scratchpad.write_splits",
               "utils.tasks.arithmetic.split_path", "utils.tasks.scratchpad.split_path",
+              "utils.tasks.mix.write_multiply_splits", "utils.tasks.mix.multiply_path",
               "utils.verifiers.sql.build_database"),
     **_exempt("the sandbox's plumbing, on the configs available_walls built and the timeout run_sandboxed clamped",
               *(f"utils.verifiers.isolation.{n}" for n in ("bwrap_args", "readable_by", "launch", "dead")),

@@ -60,6 +60,8 @@ def model():
 
 PROMPTS, ANSWERS = ["12+34=", "5+6="], ["46", "11"]
 ROWS = {"prompt": ["12+34:", "5+6:"], "a": [12, 5], "b": [34, 6], "answer": ["46", "11"]}  # a scratchpad split
+MIXED = __import__("datasets").Dataset.from_dict({"prompt": PROMPTS + ["7*6="], "answer": ANSWERS + ["42"],
+                                                   "task": ["arithmetic", "arithmetic", "multiply"]})  # a mixed split
 LONG = "1" * 40 + "+1="  # past the model's 32 positions
 
 
@@ -204,6 +206,9 @@ CASES = {
     "metrics.sample_in_batches": (_in_batches, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2,
                                                     temperature=1.0, max_new_tokens=4, seed=0, batch_size=2),
                                   _batches_ok),
+    "metrics.per_task_pass": (metrics.per_task_pass, dict(model="MODEL", tokenizer="TOK", rows=MIXED, k=2, n=2,
+                                                          seed=0, max_new_tokens=4),
+                              lambda r, kw: all(_finite(v) and 0 <= v <= 1 for v in r.values())),
     "metrics.policy_report": (metrics.policy_report, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS,
                                                           answers=ANSWERS, k=2, temperature=1.0, max_new_tokens=4,
                                                           seed=0, batch_size=2048),

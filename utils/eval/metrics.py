@@ -11,6 +11,29 @@ from utils.models.policy import completion_logprobs, encode_prompts, fits, posit
 from utils.verifiers.arithmetic import strict_reward
 
 
+def per_task_pass(model, tokenizer, rows, k=1, n=None, seed=0, max_new_tokens=64):
+    """Held-out pass@1 of each task in a mixed split (utils.tasks.mix.load_mix: columns prompt, answer, task):
+    k samples (temperature 1, seeded) of each of a task's first n problems (all: n=None), judged by the task's
+    own verifier (utils.verifiers.mix.task_reward). Returns {task: pass@1} in the order the tasks first appear,
+    plus "mean" (over tasks, each alike) and "worst" (the lowest task's)."""
+    from utils.verifiers.mix import task_reward
+
+    where = "per_task_pass"
+    cols = getattr(rows, "column_names", None)
+    if cols is None or not {"prompt", "answer", "task"} <= set(cols) or len(rows) == 0:
+        raise ValueError(f"{where}: rows must be a non-empty Dataset with columns prompt, answer and task "
+                         f"(utils.tasks.mix.load_mix), got {checks._short(rows)}")
+    n = None if n is None else checks.number(where, "n", n, lo=1, integer=True)
+    task, prompts, answers = list(rows["task"]), list(rows["prompt"]), list(rows["answer"])
+    tasks, out = list(dict.fromkeys(task)), {}
+    for t in tasks:
+        idx = [i for i, x in enumerate(task) if x == t][:n]
+        ps, ans = [prompts[i] for i in idx], [answers[i] for i in idx]
+        out[t] = evaluate(model, tokenizer, ps, ans, k=k, max_new_tokens=max_new_tokens, seed=seed,
+                          reward_fn=lambda c, a, t=t: task_reward(c, a, task=[t] * len(c)))["pass@1"]
+    return out | {"mean": float(np.mean([out[t] for t in tasks])), "worst": min(out[t] for t in tasks)}
+
+
 def pass_at_k(n, c, k):
     """Unbiased pass@k from n samples with c correct (Chen et al., arXiv 2107.03374):
 

@@ -31,11 +31,14 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
     well_formed       the trace parses
     arithmetic_score  the share of written steps whose sum is true; process_score: judge's partial credit
     extra_steps       steps written beyond those the problem needs (padding), per sample
+    checked           the share of samples with a check pass (scratchpad.with_check): the working starts again,
+                      its first step written again two or more steps later (a padded step written twice sits
+                      next to itself); checked_right / checked_wrong: among right / wrong answers
     length            completion tokens (EOS included when written); length_right / length_wrong: the same
                       over samples whose answer is right / wrong (None when there are none)
     truncated         the share stopped by max_new_tokens before EOS
-    by_digits         {digits: {"pass@1", "length", "length_right", "length_wrong", "truncated"}} per level, when
-                      `rows` has a column "digits" (it sets a right trace's length)
+    by_digits         {digits: {"pass@1", "length", "length_right", "length_wrong", "truncated", "checked"}} per
+                      level, when `rows` has a column "digits" (it sets a right trace's length)
     by_length         {length: [samples, right answers]}: what length_controlled compares two models on
     """
     where = "trace_metrics"
@@ -54,21 +57,25 @@ def trace_metrics(model, tokenizer, rows, k=4, seed=0, max_new_tokens=64, batch_
         for j, text in enumerate(ro.texts):
             n = i + j // k
             v = judge(text, a[n], b[n], ans[n])
+            st = v["parsed"]["steps"] if v["parsed"] else []
             out.append(dict(outcome=v["outcome"], trace=v["outcome"] and v["steps_exact"], exact=v["steps_exact"],
                             wf=v["well_formed"], arith=v["arithmetic"], process=v["process"], extra=v["extra_steps"],
+                            checked=bool(st) and st[0] is not None and st[0] in st[2:],
                             length=lengths[j], cut=bool(ro.truncated[j]), digits=digits[n] if digits else None))
 
     def mean(key, rs=out):
         return float(np.mean([r[key] for r in rs])) if rs else None
     return {"pass@1": mean("outcome"), "cot_pass@1": mean("trace"), "steps_exact": mean("exact"),
             "well_formed": mean("wf"), "arithmetic_score": mean("arith"), "process_score": mean("process"),
-            "extra_steps": mean("extra"),
+            "extra_steps": mean("extra"), "checked": mean("checked"),
+            "checked_right": mean("checked", [r for r in out if r["outcome"]]),
+            "checked_wrong": mean("checked", [r for r in out if not r["outcome"]]),
             "length": mean("length"), "length_right": mean("length", [r for r in out if r["outcome"]]),
             "length_wrong": mean("length", [r for r in out if not r["outcome"]]), "truncated": mean("cut"),
             "by_digits": {d: {"pass@1": mean("outcome", rs), "length": mean("length", rs),
                               "length_right": mean("length", [r for r in rs if r["outcome"]]),
                               "length_wrong": mean("length", [r for r in rs if not r["outcome"]]),
-                              "truncated": mean("cut", rs)}
+                              "truncated": mean("cut", rs), "checked": mean("checked", rs)}
                           for d in sorted(set(digits or [])) for rs in [[r for r in out if r["digits"] == d]]},
             "by_length": {n: [len(rs), sum(bool(r["outcome"]) for r in rs)]
                           for n in sorted({r["length"] for r in out}) for rs in [[r for r in out if r["length"] == n]]}}

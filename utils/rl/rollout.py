@@ -68,6 +68,12 @@ class GroupRollout:
     columns: dict | None = None
     pools: list | None = None
 
+    def choose(self, step, rng, n, n_all, pools):
+        """The indices of the n prompts (of n_all) that step `step` samples: uniform with replacement, from
+        pools[step] if there are pools."""
+        pool = None if pools is None else pools[step]
+        return rng.integers(0, n_all, n) if pool is None else pool[rng.integers(0, len(pool), n)]
+
     def generate(self, policy, tokenizer, prompts, cfg, generator):
         """cfg.group_size completions of each prompt, as a Rollout of len(prompts) * group_size rows."""
         return sample(policy, tokenizer, prompts, k=cfg.group_size, temperature=cfg.temperature,
@@ -104,9 +110,7 @@ class GroupRollout:
             return ro, rewards, right
 
         def draw(step):
-            pool = None if pools is None else pools[step]
-            pick = lambda: (rng.integers(0, len(prompts), n_prompts) if pool is None  # noqa: E731
-                            else pool[rng.integers(0, len(pool), n_prompts)])
+            pick = lambda: self.choose(step, rng, n_prompts, len(prompts), pools)  # noqa: E731
             if cfg.dynamic_sampling:
                 ro, rewards, right, counts = dynamic_batch(draw_round, pick(), pick, cfg, tokenizer.pad_token_id,
                                                            deadline)
@@ -171,6 +175,108 @@ class PrunedRollout(GroupRollout):
             return Batch(select_rows(b.ro, rows), b.rewards[rows], right,
                          {"completions_sampled": cfg.batch_size * f}, prompt_idx=b.prompt_idx)
         return pruned
+
+
+@dataclass
+class MixRollout(GroupRollout):
+    """Several tasks in one batch (Lab 07's task mix; MT-GRPO, arXiv 2602.05547). task: one task name per prompt
+    (a list aligned with the prompts, e.g. the `task` column of utils.tasks.mix.load_mix). Each step draws n_k
+    prompts of task k, with replacement, n_k the batch's share of task k in groups (largest remainder; ties to the
+    task named first), and the loop trains on every task's groups at once.
+
+    shares   {task: share > 0}: each task's share of the batch's groups (normalised); None: the tasks alike
+    weights  {task: w >= 0}: each task's loss weight, applied as a factor on its rows' advantages (Batch.weights);
+             None: all 1. A weight changes how hard a task pulls; a share changes how many of its groups there are
+    adapt    0: the shares stay fixed. > 0: they follow the tasks' training rewards, so the task doing worst gets
+             the most groups: each step share_k = floor + (1 - K floor) softmax(-J_k / adapt), J_k a running mean
+             (factor 0.8 a step) of task k's reward, every J_k 0.5 at the start. MT-GRPO's aim (the worst task
+             first) in its simplest form; the paper also weighs each task's improvement and keeps the realised
+             ratio when groups carry no signal (its ratio-preserving sampler), which this does not
+    floor    with adapt > 0, the least share any task gets (0 to 1 / the number of tasks)
+
+    Each step's record gets, per task t: share/t (its share of the groups), reward/t (the mean reward of its
+    completions) and zero_spread/t (the share of its groups whose rewards are all equal: no gradient).
+    Not with pools or dynamic sampling."""
+    task: list | None = None
+    shares: dict | None = None
+    weights: dict | None = None
+    adapt: float = 0.0
+    floor: float = 0.05
+
+    def choose(self, step, rng, n, n_all, pools):
+        """n prompts, task by task: this step's shares (_counts) of each task's prompts, drawn with replacement."""
+        by_task, state = self._mix
+        return np.concatenate([by_task[t][rng.integers(0, len(by_task[t]), k)]
+                               for t, k in _counts(state["shares"], n).items()])
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        where = "MixRollout"
+        task = self.task
+        if isinstance(task, (str, bytes, dict)) or not hasattr(task, "__len__") or len(task) != len(prompts) \
+                or not all(isinstance(t, str) and t for t in task):
+            raise ValueError(f"{where}: task must be a list of task names, one per prompt ({len(prompts)}), got "
+                             f"{checks._short(task)}")
+        names = list(dict.fromkeys(task))                               # the tasks, in order of first appearance
+        for field in ("shares", "weights"):
+            d = getattr(self, field)
+            if d is not None and (not isinstance(d, dict) or set(d) != set(names)):
+                raise ValueError(f"{where}: {field} must be a dict with one value per task {names}, got "
+                                 f"{checks._short(d)}")
+        shares = {t: checks.number(where, f"shares[{t!r}]", self.shares[t], lo=0, lo_open=True) for t in names} \
+            if self.shares else dict.fromkeys(names, 1.0)
+        weights = {t: checks.number(where, f"weights[{t!r}]", self.weights[t], lo=0) for t in names} \
+            if self.weights else None
+        adapt = checks.number(where, "adapt", self.adapt, lo=0)
+        floor = checks.number(where, "floor", self.floor, lo=0, hi=1 / len(names))
+        if self.pools is not None or cfg.dynamic_sampling:
+            raise ValueError(f"{where}: the mix draws its own prompts: set pools=None and dynamic_sampling=False")
+        G, n_groups = cfg.group_size, cfg.batch_size // cfg.group_size
+        if n_groups < len(names):
+            raise ValueError(f"{where}: {n_groups} groups a step cannot hold {len(names)} tasks: raise batch_size "
+                             f"to at least {len(names) * G}")
+        by_task = {t: np.flatnonzero(np.asarray(task) == t) for t in names}
+        state = {"shares": _normalised(shares), "J": dict.fromkeys(names, 0.5)}
+        self._mix = (by_task, state)
+        draw = super().start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
+
+        def mixed(step):
+            used = dict(state["shares"])
+            b = draw(step)
+            rows = np.asarray(task)[np.repeat(b.prompt_idx, G)]                              # [N] task names
+            r = b.rewards.view(-1, G)                                                        # [n, G]
+            flat = (r.max(1).values == r.min(1).values).numpy()                               # [n]
+            counts = {}
+            for t in names:
+                on = rows == t
+                counts[f"share/{t}"] = on.mean().item()
+                counts[f"reward/{t}"] = b.rewards[torch.from_numpy(on)].mean().item() if on.any() else None
+                counts[f"zero_spread/{t}"] = flat[on[::G]].mean().item() if on.any() else None
+                if on.any():
+                    state["J"][t] = 0.8 * state["J"][t] + 0.2 * counts[f"reward/{t}"]
+            if adapt > 0:
+                z = np.array([-state["J"][t] / adapt for t in names])
+                soft = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+                state["shares"] = {t: floor + (1 - len(names) * floor) * p for t, p in zip(names, soft)}
+            b.counts = dict(b.counts, **counts, **{f"target_share/{t}": v for t, v in used.items()})
+            if weights is not None:
+                w = torch.tensor([weights[t] for t in rows], dtype=torch.float32)             # [N]
+                b.weights = w[:, None].expand_as(b.ro.completion_mask).to(b.ro.completion_ids.device)
+            return b
+        return mixed
+
+
+def _normalised(d):
+    total = sum(d.values())
+    return {k: v / total for k, v in d.items()}
+
+
+def _counts(shares, n):
+    """n split by shares (largest remainder; ties to the key named first): {key: count}, counts summing to n."""
+    exact = {k: v * n for k, v in _normalised(shares).items()}
+    out = {k: int(np.floor(v)) for k, v in exact.items()}
+    for k in sorted(exact, key=lambda k: -(exact[k] - out[k]))[:n - sum(out.values())]:
+        out[k] += 1
+    return out
 
 
 SAMPLER_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

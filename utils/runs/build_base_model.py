@@ -2,12 +2,15 @@
 
     python -m utils.runs.build_base_model                 # the arithmetic model, ~2-4 minutes on 2 cores
     python -m utils.runs.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
+    python -m utils.runs.build_base_model task=scratchpad-check  # Lab 06's free-length model (check passes)
+    python -m utils.runs.build_base_model task=mix        # Lab 07's task-mix model (utils.tasks.mix)
     python -m utils.runs.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
     python -m utils.runs.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 
 Arithmetic: "prompt answer<eos>" strings from the train split (plus 5% fresh 3-digit problems, never
 OOD-split ones). Scratchpad: a train problem and a noisy trace of it (utils.tasks.scratchpad.NOISE:
-right traces, slips, skipped and padded steps, miscopied answers, answers without working). Both check
+right traces, slips, skipped and padded steps, miscopied answers, answers without working); scratchpad-check:
+the same, half of them with a check pass (the working written twice, scratchpad.with_check). All check
 sampled pass@1 (temperature 1, the final answer only) on the *valid* split every eval_every steps and
 stop at the first check where it reaches target_pass1, so the model is right sometimes but not always:
 room for RL to improve it. The result is written in standard HF format (safetensors).
@@ -21,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from utils import BASE_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
+from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.eval.metrics import evaluate
 from utils.files import atomic_dir
 from utils.models.policy import char_tokenizer
@@ -34,7 +37,17 @@ TRACE_CONFIG = dict(  # the scratchpad task's model: longer texts, so more posit
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=64, lr=1e-3, max_steps=4000,
     eval_every=250, target_pass1=0.3, label_smoothing=0.0, n_positions=128, max_new_tokens=64,
 )
-TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR)}
+# the free-length variant: half the traces carry a check pass, so a right trace is about 22 to 78 tokens long;
+# a longer cap to fit the longest
+CHECK_CONFIG = dict(TRACE_CONFIG, p_check=0.5, max_new_tokens=96)
+# the task mix (utils.tasks.mix, Lab 07): arithmetic, traces and multiply (half, a quarter and a quarter of the
+# examples: mix.PRETRAIN_SHARES), starting from the trace model (init="rlvr-trace": its weights, two new token rows
+# for '-' and '*'), so the traces need not be learnt again; stopped when the three valid pass@1s average
+# target_pass1 with none below target_min, so each task has signal and they stand apart
+MIX_CONFIG = dict(TRACE_CONFIG, batch_size=128, target_pass1=0.3, target_min=0.12, eval_every=100,
+                  init="rlvr-trace")
+TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR),
+         "scratchpad-check": (CHECK_CONFIG, CHECK_MODEL_DIR), "mix": (MIX_CONFIG, MIX_MODEL_DIR)}
 ARCHS = ("gpt2", "llama")  # the second family, for comparisons across families (Lab 07)
 # Lab 07's sizes (folders in utils.TRACE_SIZES): the scratchpad recipe, stopped at the same valid pass@1, at
 # about 0.4, 1 and 3.4 times the trace model's parameters, and the trace model's size in the Llama family.
@@ -81,6 +94,20 @@ def _task(task, cfg, rng):
         from utils.verifiers.arithmetic import strict_reward as reward_fn
         valid, n_pos, max_new = load_split("valid"), 32, 8
         tok = char_tokenizer()
+    elif task == "mix":  # three tasks (utils.tasks.mix); the valid check is each task's, on its own verifier
+        from utils.tasks import mix
+        from utils.verifiers.arithmetic import strict_reward
+        from utils.verifiers.traces import outcome_reward
+        rows = {t: list(mix.load_task(t, "train")) for t in mix.TASKS}
+        valid = {t: mix.load_task(t, "valid") for t in mix.TASKS}
+        n_pos, max_new = cfg["n_positions"], cfg["max_new_tokens"]
+        tok = char_tokenizer(mix.ALPHABET, max_length=n_pos)
+        judges = {t: outcome_reward if t == "traces" else strict_reward for t in mix.TASKS}
+
+        def sample():
+            return mix.pretrain_example(rng, rows)
+        return tok, n_pos, sample, {t: (valid[t]["prompt"], valid[t]["answer"], judges[t]) for t in mix.TASKS}, \
+            max_new
     else:
         from utils.tasks import scratchpad
         from utils.verifiers.traces import outcome_reward as reward_fn
@@ -89,8 +116,8 @@ def _task(task, cfg, rng):
         tok = char_tokenizer(scratchpad.ALPHABET, max_length=n_pos)
 
         def sample():
-            return scratchpad.pretrain_example(rng, train_rows)
-    return tok, n_pos, sample, valid["prompt"], valid["answer"], max_new, reward_fn
+            return scratchpad.pretrain_example(rng, train_rows, cfg.get("p_check", 0.0))
+    return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], reward_fn)}, max_new
 
 
 def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
@@ -107,8 +134,19 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
     cfg, out_dir = dict(defaults, **overrides), out_dir or folder
     torch.manual_seed(cfg["seed"])
     rng = random.Random(cfg["seed"])
-    tok, n_positions, sample, valid_prompts, valid_answers, max_new, reward_fn = _task(task, cfg, rng)
-    model = make_model(arch, cfg, tok, n_positions)
+    tok, n_positions, sample, valid, max_new = _task(task, cfg, rng)
+    if cfg.get("init"):  # continue a shipped model's pre-training; new tokens get the mean of its embeddings
+        from utils.models.policy import load_policy
+        model, old = load_policy(cfg["init"])
+        if arch != model.config.model_type or old.get_vocab() != {k: v for k, v in tok.get_vocab().items()
+                                                                  if k in old.get_vocab()}:
+            raise ValueError(f"init={cfg['init']!r}: its family or tokenizer does not extend this task's")
+        model.resize_token_embeddings(len(tok), mean_resizing=False)
+        with torch.no_grad():
+            model.get_input_embeddings().weight[len(old):] = model.get_input_embeddings().weight[:len(old)].mean(0)
+        model.train()
+    else:
+        model = make_model(arch, cfg, tok, n_positions)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=0.0)
 
     t0, log = time.time(), []
@@ -131,11 +169,13 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
         loss.backward()
         opt.step()
         if step % cfg["eval_every"] == 0:
-            ev = evaluate(model, tok, valid_prompts, valid_answers, k=4, seed=step, max_new_tokens=max_new,
-                          reward_fn=reward_fn)
-            log.append({"step": step, "loss": round(loss.item(), 4), "valid_pass@1": round(ev["pass@1"], 4)})
+            p1 = {name: evaluate(model, tok, ps, ans, k=4, seed=step, max_new_tokens=max_new, reward_fn=fn)["pass@1"]
+                  for name, (ps, ans, fn) in valid.items()}
+            mean = sum(p1.values()) / len(p1)
+            log.append({"step": step, "loss": round(loss.item(), 4), "valid_pass@1": round(mean, 4)}
+                       | ({f"valid_pass@1 {k}": round(v, 4) for k, v in p1.items()} if len(p1) > 1 else {}))
             print(log[-1], f"{time.time() - t0:.0f}s", flush=True)
-            if ev["pass@1"] >= cfg["target_pass1"]:
+            if mean >= cfg["target_pass1"] and min(p1.values()) >= cfg.get("target_min", 0.0):
                 break
     model.eval()
     os.makedirs(os.path.dirname(os.path.normpath(out_dir)) or ".", exist_ok=True)

@@ -202,10 +202,27 @@ def noisy_trace(rng, a, b, noise=None):
     return kind, format_trace(steps, answer)
 
 
-def pretrain_example(rng, train_rows):
-    """A (prompt, completion) pair for base-model pre-training: a train problem and a noisy trace of it."""
+def with_check(text):
+    """The same completion with a check pass: its working written a second time before the answer
+    ('8+6+0=14 >14' -> '8+6+0=14 8+6+0=14 >14'). The outcome verifier reads only the answer, so a check pass
+    costs length and changes no reward: the free-length variant of the task (Lab 06's length study). A
+    completion without working ('>14') is returned unchanged."""
+    if not isinstance(text, str) or " >" not in text:
+        if isinstance(text, str) and text.startswith(">"):
+            return text
+        raise ValueError(f"with_check: text must be a trace 'steps >answer', got {checks._short(text)}")
+    working, answer = text.rsplit(" >", 1)
+    return f"{working} {working} >{answer}"
+
+
+def pretrain_example(rng, train_rows, p_check=0.0):
+    """A (prompt, completion) pair for base-model pre-training: a train problem and a noisy trace of it; with
+    probability p_check (0 to 1) the trace carries a check pass (with_check). p_check=0 draws nothing more, so the
+    trace model's recipe is unchanged."""
+    p_check = checks.number("pretrain_example", "p_check", p_check, lo=0, hi=1)
     p = rng.choice(train_rows)
-    return p["prompt"], noisy_trace(rng, p["a"], p["b"])[1]
+    text = noisy_trace(rng, p["a"], p["b"])[1]
+    return p["prompt"], with_check(text) if p_check and rng.random() < p_check else text
 
 
 def split_path(name, data_dir=DATA_DIR):
