@@ -50,7 +50,7 @@ from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, rollout, staleness, trl_trainer
 from utils.tasks import arithmetic as tasks
-from utils.tasks import chat, curation, mix, scratchpad
+from utils.tasks import chat, curation, mix, scratchpad, tools
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import chat as chat_verifier
@@ -115,6 +115,7 @@ CASES = {
                                 lambda r: r.shape == (2, 2) and torch.isfinite(r).all()),
     "scratchpad.with_check": (scratchpad.with_check, dict(text="8+6+0=14 >14"),
                               lambda r: r == "8+6+0=14 8+6+0=14 >14"),
+    "tools.calculate": (tools.calculate, dict(expr="478+356"), lambda r: isinstance(r, str) and r),
     "mix.format_multiply": (mix.format_multiply, dict(a=47, b=6), lambda r: isinstance(r, str) and r.endswith("=")),
     "mix.make_multiply_splits": (mix.make_multiply_splits, dict(seed=0),
                                  lambda r: sum(len(v) for v in r.values()) == 1000),
@@ -764,7 +765,9 @@ EXEMPT = {
               "utils.runs.build_base_model.build", "utils.runs.build_base_model.make_model",
               "utils.models.policy.char_tokenizer", "utils.tasks.arithmetic.pretrain_problem",
               "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace",
-              "utils.tasks.mix.pretrain_example"),
+              "utils.tasks.mix.pretrain_example", "utils.tasks.tools.pretrain_example",
+              "utils.tasks.tools.tool_episode",
+              "utils.runs.build_base_model.pretrain_batch"),
     **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
               "utils.tasks.scratchpad.make_problem"),
     **_exempt("the command line that writes the shipped splits or database (python -m utils.tasks.<task>, "

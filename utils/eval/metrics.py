@@ -52,26 +52,32 @@ def pass_at_k(n, c, k):
 
 
 @torch.no_grad()
-def sample_in_batches(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, seed=0, batch_size=2048):
+def sample_in_batches(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, seed=0, batch_size=2048,
+                      env_fn=None):
     """The one sampling path of every evaluation: k completions per prompt, about batch_size rows at a
     time, from one generator seeded with `seed`, so the same arguments give the same samples whoever
-    asks. Yields (start, rollout): rollout holds the completions of prompts[start : start + its prompts]."""
+    asks. Yields (start, rollout): rollout holds the completions of prompts[start : start + its prompts].
+    env_fn: None, or env_fn(n_rows) -> a fresh environment for each batch (policy.sample's env; e.g. a tool,
+    utils.tasks.tools.Calculator)."""
     where = "sample_in_batches"
     prompts = checks.strings(where, "prompts", prompts)
     k = checks.number(where, "k", k, lo=1, hi=100_000, integer=True)
     seed = checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True)
     batch_size = checks.number(where, "batch_size", batch_size, lo=1, integer=True)
+    checks.function(where, "env_fn", env_fn, none=True)
     g = torch.Generator().manual_seed(seed)
     prompts, per = list(prompts), max(1, batch_size // k)
     for i in range(0, len(prompts), per):
-        yield i, sample(model, tokenizer, prompts[i : i + per], k=k, temperature=temperature,
-                        max_new_tokens=max_new_tokens, generator=g)
+        batch = prompts[i : i + per]
+        yield i, sample(model, tokenizer, batch, k=k, temperature=temperature, max_new_tokens=max_new_tokens,
+                        generator=g, env=env_fn(len(batch) * k) if env_fn else None)
 
 
 @torch.no_grad()
 def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_tokens=8,
-             reward_fn=strict_reward, seed=0, batch_size=2048, entropy=False):
-    """Sample k completions per prompt (sample_in_batches) and score them. Returns a dict:
+             reward_fn=strict_reward, seed=0, batch_size=2048, entropy=False, env_fn=None):
+    """Sample k completions per prompt (sample_in_batches, with env_fn's environment if given) and score them.
+    Returns a dict:
 
     pass@1   mean reward over all samples (the unbiased pass@1)
     pass@k   mean over prompts of the unbiased pass@k (only when k > 1)
@@ -90,7 +96,8 @@ def evaluate(model, tokenizer, prompts, answers, k=1, temperature=1.0, max_new_t
         raise ValueError(f"evaluate: k={k!r} must be an integer >= 1 (samples per prompt)")
     checks.function("evaluate", "reward_fn", reward_fn)
     texts, rewards, ent_sum, tok_sum = [], [], 0.0, 0.0
-    for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size):
+    for i, r in sample_in_batches(model, tokenizer, prompts, k, temperature, max_new_tokens, seed, batch_size,
+                                  env_fn):
         texts += r.texts
         rewards += checks.reward_scores(reward_fn, "reward_fn", r.texts,
                            [a for a in answers[i : i + len(r.texts) // k] for _ in range(k)], {})

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES, checks
+from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TOOL_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES, checks
 from utils.models import decode
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
 TRACE = "rlvr-trace"   # the scratchpad task's model (Labs 06-07), shipped in data/trace_model
 CHECK = "rlvr-check"   # its free-length variant (Lab 06's length study), shipped in data/check_model
+TOOL = "rlvr-tool"     # the scratchpad task with a calculator (Lab 09), shipped in data/tool_model
 MIX = "rlvr-mix"       # three tasks in one model (utils.tasks.mix; Lab 07's task mix), shipped in data/mix_model
 
 
@@ -59,8 +60,9 @@ def hub_reachable(timeout=3.0):
 
 def load_policy(name=SHIPPED, device="cpu"):
     """(model, tokenizer) for a shipped model ('rlvr-base': the arithmetic task's; 'rlvr-trace': the
-    scratchpad task's; 'rlvr-check': its free-length variant's; 'rlvr-mix': the task mix's; a name of
-    utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path or a hub name.
+    scratchpad task's; 'rlvr-check': its free-length variant's; 'rlvr-mix': the task mix's; 'rlvr-tool': the
+    calculator's (Lab 09); a name of utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path
+    or a hub name.
 
     A hub name is looked up in the local cache first; if it is not there and the hub cannot be
     reached, this fails at once with an error that points to the shipped model. The tokenizer
@@ -71,7 +73,8 @@ def load_policy(name=SHIPPED, device="cpu"):
     name = checks.path("load_policy", "name", name)
     device = _device("load_policy", device)
     shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad"),
-               CHECK: (CHECK_MODEL_DIR, " task=scratchpad-check"), MIX: (MIX_MODEL_DIR, " task=mix")} | {
+               CHECK: (CHECK_MODEL_DIR, " task=scratchpad-check"), MIX: (MIX_MODEL_DIR, " task=mix"),
+               TOOL: (TOOL_MODEL_DIR, " task=tool")} | {
         size: (path, f" size={size}") for size, path in TRACE_SIZES.items()}
     path = shipped[name][0] if name in shipped else name
     if name in shipped and not os.path.exists(os.path.join(path, "config.json")):
@@ -246,10 +249,17 @@ def _lean_steps(model, ids, mask, max_new_tokens, done, k=1, compact_at=0.75, mi
 
 
 @torch.no_grad()
-def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, generator=None):
+def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, generator=None, env=None):
     """Sample k completions per prompt, batched, with a KV cache; stop each row at EOS.
 
     temperature 0 means greedy. Returns a Rollout with N = len(prompts) * k rows.
+
+    env (a multi-turn episode, Lab 09): None, or a callable env(row, ids) -> list of token ids, called after each
+    token the policy writes in a row that is still running (row: 0..N-1; ids: that row's completion tokens so far,
+    a list of ints). What it returns is appended to the row *as tokens*, one a step, before the policy writes
+    again: a tool's answer, or the EOS that ends an episode. Those tokens stay in completion_mask (the model reads
+    them) and out of loss_mask (it did not write them), with log-prob 0; nothing already written is ever
+    re-tokenised (token in, token out). With env=None nothing changes: the same numbers, bit for bit.
     """
     checks.model("sample", "model", model)
     checks.tokenizer("sample", "tokenizer", tokenizer)
@@ -259,6 +269,8 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     max_new_tokens = checks.number("sample", "max_new_tokens", max_new_tokens, lo=1, integer=True)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"sample: generator must be a torch.Generator or None, got {checks._short(generator)}")
+    if env is not None and not callable(env):
+        raise ValueError(f"sample: env must be None or a callable env(row, ids) -> token ids, got {checks._short(env)}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -276,6 +288,9 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
     out_lp = torch.zeros(N, max_new_tokens, device=device)
     done = torch.zeros(N, dtype=torch.bool, device=device)
     lengths = torch.zeros(N, dtype=torch.long, device=device)
+    if env is not None:
+        queue = [[] for _ in range(N)]                                     # the environment's tokens still to go
+        forced = torch.zeros(N, max_new_tokens, dtype=torch.bool, device=device)  # [N, T] written by env
 
     if decode.supports(model):  # the lean loop: the same logits, bit for bit, without transformers' overhead
         step = _lean_steps(model, *once, max_new_tokens, done, k)
@@ -293,10 +308,19 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
                 probs = probs.to(generator.device)
             tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1).to(device)
         tok = torch.where(done, torch.full_like(tok, pad), tok)
+        lp = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
+        if env is not None:  # the environment's pending tokens replace the policy's sample
+            for i in (j for j in range(N) if queue[j] and not done[j]):
+                tok[i], lp[i], forced[i, t] = queue[i].pop(0), 0.0, True
         out_ids[:, t] = tok
-        out_lp[:, t] = torch.where(done, 0.0, logp.gather(-1, tok[:, None]).squeeze(-1))
+        out_lp[:, t] = lp
         lengths += (~done).long()
         done |= tok == eos
+        if env is not None:
+            for i in (j for j in range(N) if not done[j] and not forced[j, t]):
+                reply = env(i, out_ids[i, :t + 1].tolist())
+                if reply:
+                    queue[i].extend(_token_ids("sample", "env", reply, len(tokenizer)))
         if done.all() or t == max_new_tokens - 1:
             break
         step.send(tok)
@@ -312,7 +336,19 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
         if row and row[-1] == eos:
             row = row[:-1]
         texts.append(tokenizer.decode(row, skip_special_tokens=True))
-    return Rollout(ids, mask, out_ids, cmask, out_lp, texts, truncated=~done)  # not done: never wrote EOS
+    if env is None:
+        return Rollout(ids, mask, out_ids, cmask, out_lp, texts, truncated=~done)  # not done: never wrote EOS
+    return Rollout(ids, mask, out_ids, cmask, out_lp, texts, truncated=~done,
+                   loss_mask=cmask * (~forced[:, :T]).long())
+
+
+def _token_ids(where, name, ids, vocab):
+    """ids as a list of ints in 0..vocab-1, after checking (ValueError naming `name` otherwise)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocab for i in ids):
+        raise ValueError(f"{where}: {name} must return a list of token ids (ints from 0 to {vocab - 1}), got "
+                         f"{checks._short(ids)}")
+    return list(ids)
 
 
 def masked_mean(x, mask):

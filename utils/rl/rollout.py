@@ -20,8 +20,9 @@ from 0). A Batch holds:
     counts    a dict added to the step's record; completions_sampled (all drawn, kept or not) is required
 
 GroupRollout is the course's rollout: single-turn sampling of G completions per prompt. A new way of making
-completions (a multi-turn episode with a tool's answers masked out of the loss, a stale or lower-precision
-sampler) overrides GroupRollout.generate, or writes its own start() to the contract above.
+completions overrides GroupRollout.generate (ToolRollout: episodes with a tool whose answers are masked out of the
+loss; StaleRollout: a stale or lower-precision sampler), GroupRollout.choose (MixRollout: which prompts a step
+draws), or writes its own start() to the contract above.
 """
 import copy
 import time
@@ -263,6 +264,37 @@ class MixRollout(GroupRollout):
                 b.weights = w[:, None].expand_as(b.ro.completion_mask).to(b.ro.completion_ids.device)
             return b
         return mixed
+
+
+@dataclass
+class ToolRollout(GroupRollout):
+    """GroupRollout whose completions are episodes with a tool (Lab 09): each batch is sampled with a fresh
+    utils.tasks.tools.Calculator as the environment (policy.sample(env=...)), so the calculator's answers are in
+    the completions (read by the model and the verifier) and out of the loss (ro.loss_mask). max_calls: the calls
+    an episode may make; the next one ends it (a cut). Each step's record gets the tool numbers (Calculator.stats:
+    tool_calls, tool_error_frac, tool_cut_frac)."""
+    max_calls: int = 2
+
+    def generate(self, policy, tokenizer, prompts, cfg, generator):
+        from utils.tasks.tools import Calculator
+        env = Calculator(tokenizer, len(prompts) * cfg.group_size, self.max_calls)
+        ro = sample(policy, tokenizer, prompts, k=cfg.group_size, temperature=cfg.temperature,
+                    max_new_tokens=cfg.max_new_tokens, generator=generator, env=env)
+        self._stats = env.stats()
+        return ro
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        checks.number("ToolRollout", "max_calls", self.max_calls, lo=0, hi=100, integer=True)
+        if cfg.dynamic_sampling:
+            raise ValueError("ToolRollout: set dynamic_sampling=False (its refills would mix several batches' tool "
+                             "numbers)")
+        draw = super().start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
+
+        def episodes(step):
+            b = draw(step)
+            b.counts = dict(b.counts, **self._stats)
+            return b
+        return episodes
 
 
 def _normalised(d):

@@ -4,6 +4,7 @@
     python -m utils.runs.build_base_model task=scratchpad # Lab 06-07's trace model, ~7 minutes
     python -m utils.runs.build_base_model task=scratchpad-check  # Lab 06's free-length model (check passes)
     python -m utils.runs.build_base_model task=mix        # Lab 07's task-mix model (utils.tasks.mix)
+    python -m utils.runs.build_base_model task=tool       # Lab 09's tool model (utils.tasks.tools)
     python -m utils.runs.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
     python -m utils.runs.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 
@@ -24,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
+from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TOOL_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.eval.metrics import evaluate
 from utils.files import atomic_dir
 from utils.models.policy import char_tokenizer
@@ -46,8 +47,12 @@ CHECK_CONFIG = dict(TRACE_CONFIG, p_check=0.5, max_new_tokens=96)
 # target_pass1 with none below target_min, so each task has signal and they stand apart
 MIX_CONFIG = dict(TRACE_CONFIG, batch_size=128, target_pass1=0.3, target_min=0.12, eval_every=100,
                   init="rlvr-trace")
+# the tool model (Lab 09): the scratchpad task's noisy traces, and for half the examples a calculator episode
+# (utils.tasks.tools.tool_episode; no loss on the calculator's answers); valid pass@1 checked with the calculator
+TOOL_CONFIG = dict(TRACE_CONFIG, p_tool=0.5)
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR),
-         "scratchpad-check": (CHECK_CONFIG, CHECK_MODEL_DIR), "mix": (MIX_CONFIG, MIX_MODEL_DIR)}
+         "scratchpad-check": (CHECK_CONFIG, CHECK_MODEL_DIR), "mix": (MIX_CONFIG, MIX_MODEL_DIR),
+         "tool": (TOOL_CONFIG, TOOL_MODEL_DIR)}
 ARCHS = ("gpt2", "llama")  # the second family, for comparisons across families (Lab 07)
 # Lab 07's sizes (folders in utils.TRACE_SIZES): the scratchpad recipe, stopped at the same valid pass@1, at
 # about 0.4, 1 and 3.4 times the trace model's parameters, and the trace model's size in the Llama family.
@@ -108,6 +113,17 @@ def _task(task, cfg, rng):
             return mix.pretrain_example(rng, rows)
         return tok, n_pos, sample, {t: (valid[t]["prompt"], valid[t]["answer"], judges[t]) for t in mix.TASKS}, \
             max_new
+    elif task == "tool":  # the scratchpad task with a calculator (utils.tasks.tools); checked with the calculator
+        from utils.tasks import scratchpad, tools
+        from utils.verifiers.traces import outcome_reward
+        train_rows = list(scratchpad.load_split("train"))
+        valid, n_pos, max_new = scratchpad.load_split("valid"), cfg["n_positions"], cfg["max_new_tokens"]
+        tok = char_tokenizer(tools.ALPHABET, max_length=n_pos)
+
+        def sample():
+            return tools.pretrain_example(rng, train_rows, cfg["p_tool"])
+        env_fn = lambda n: tools.Calculator(tok, n)  # noqa: E731
+        return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], outcome_reward, env_fn)}, max_new
     else:
         from utils.tasks import scratchpad
         from utils.verifiers.traces import outcome_reward as reward_fn
@@ -118,6 +134,27 @@ def _task(task, cfg, rng):
         def sample():
             return scratchpad.pretrain_example(rng, train_rows, cfg.get("p_check", 0.0))
     return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], reward_fn)}, max_new
+
+
+def pretrain_batch(tok, batch):
+    """A pre-training batch as tensors (ids, labels, mask), each [B, L], right padded. batch: (prompt, completion)
+    pairs, or (prompt, completion, loss) with loss one 0/1 per completion character (the character tokenizer: a
+    token a character). Labels are -100 (no loss) on the prompt, the padding and the characters whose loss is 0 (a
+    tool's answers); the completion's other tokens and its EOS carry loss."""
+    p_ids = [tok(b[0], add_special_tokens=False)["input_ids"] for b in batch]
+    a_ids = [tok(b[1], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for b in batch]
+    keep = [list(b[2] if len(b) > 2 else [1] * len(a[:-1])) + [1] for b, a in zip(batch, a_ids)]
+    if any(len(k) != len(a) for k, a in zip(keep, a_ids)):
+        raise ValueError("pretrain_batch: a completion's loss must have one 0/1 per token (a character tokenizer)")
+    L = max(len(p) + len(a) for p, a in zip(p_ids, a_ids))
+    ids = torch.full((len(batch), L), tok.pad_token_id)
+    labels = torch.full((len(batch), L), -100)
+    mask = torch.zeros(len(batch), L, dtype=torch.long)
+    for i, (p, a) in enumerate(zip(p_ids, a_ids)):  # right padding is fine here: no sampling
+        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+        labels[i, len(p) : len(p) + len(a)] = torch.where(torch.tensor(keep[i]) == 1, torch.tensor(a), -100)
+        mask[i, : len(p) + len(a)] = 1
+    return ids, labels, mask
 
 
 def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
@@ -151,17 +188,7 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
 
     t0, log = time.time(), []
     for step in range(1, cfg["max_steps"] + 1):
-        batch = [sample() for _ in range(cfg["batch_size"])]
-        p_ids = [tok(p, add_special_tokens=False)["input_ids"] for p, _ in batch]
-        a_ids = [tok(c, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for _, c in batch]
-        L = max(len(p) + len(a) for p, a in zip(p_ids, a_ids))
-        ids = torch.full((len(batch), L), tok.pad_token_id)
-        labels = torch.full((len(batch), L), -100)
-        mask = torch.zeros(len(batch), L, dtype=torch.long)
-        for i, (p, a) in enumerate(zip(p_ids, a_ids)):  # right padding is fine here: no sampling
-            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-            labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)  # loss on the answer only
-            mask[i, : len(p) + len(a)] = 1
+        ids, labels, mask = pretrain_batch(tok, [sample() for _ in range(cfg["batch_size"])])
         logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]   # [B, L-1, V]
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
                                ignore_index=-100, label_smoothing=cfg["label_smoothing"])
@@ -169,8 +196,9 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
         loss.backward()
         opt.step()
         if step % cfg["eval_every"] == 0:
-            p1 = {name: evaluate(model, tok, ps, ans, k=4, seed=step, max_new_tokens=max_new, reward_fn=fn)["pass@1"]
-                  for name, (ps, ans, fn) in valid.items()}
+            p1 = {name: evaluate(model, tok, ps, ans, k=4, seed=step, max_new_tokens=max_new, reward_fn=fn,
+                                 env_fn=env[0] if env else None)["pass@1"]
+                  for name, (ps, ans, fn, *env) in valid.items()}
             mean = sum(p1.values()) / len(p1)
             log.append({"step": step, "loss": round(loss.item(), 4), "valid_pass@1": round(mean, 4)}
                        | ({f"valid_pass@1 {k}": round(v, 4) for k, v in p1.items()} if len(p1) > 1 else {}))

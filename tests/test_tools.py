@@ -1,0 +1,171 @@
+"""A tool in the middle of a completion (Lab 09's seam): the calculator worked by hand, sample(env=...) placing the
+environment's tokens in the completion and out of the loss, and ToolRollout in a training run."""
+import copy
+
+import pytest
+import torch
+
+from utils.models.policy import char_tokenizer, sample
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.rl.rollout import ToolRollout
+from utils.runs.build_base_model import make_model
+from utils.tasks.tools import ALPHABET, ERROR, Calculator, calculate
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A small random GPT-2 on the tool alphabet (what it writes is noise; the tests script the environment)."""
+    tok = char_tokenizer(ALPHABET, max_length=64)
+    torch.manual_seed(0)
+    return make_model("gpt2", dict(n_layer=1, n_embd=32, n_head=2), tok, 64).eval(), tok
+
+
+def ids(tok, text):
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
+@pytest.mark.parametrize("expr, want", [("478+356", "834"), ("3-5", "-2"), ("0+0", "0"), ("4x8", ERROR),
+                                        ("", ERROR), ("1 +2", ERROR), ("1" * 13 + "+1", ERROR), (None, ERROR),
+                                        ("+5", ERROR), ("12+34+5", ERROR)])
+def test_calculate_by_hand(expr, want):
+    assert calculate(expr) == want
+
+
+def test_the_calculator_answers_calls_and_only_calls(tiny):
+    _, tok = tiny
+    env = Calculator(tok, n_rows=3, max_calls=2)
+    assert tok.decode(env(0, ids(tok, "?12+34="))) == "46 "              # a call: the answer and a space
+    assert env(1, ids(tok, "8+6+0=")) == []                               # a trace's step: no call open
+    assert env(0, ids(tok, "?12+34=46 8+1+0=")) == []                     # the call was answered: closed
+    assert env(0, ids(tok, "?12+34")) == []                               # not at '=' yet
+    assert tok.decode(env(2, ids(tok, "?4x8="))) == ERROR + " "           # garbage: an error the policy reads
+    assert env.calls == [1, 0, 1] and env.errors == [0, 0, 1]
+    assert tok.decode(env(0, ids(tok, "?12+34=46 ?1-2="))) == "-1 "       # a second call
+    assert env(0, ids(tok, "?12+34=46 ?1-2=-1 ?9+9=")) == [tok.eos_token_id] and env.cut == [True, False, False]
+    assert env.stats() == {"tool_calls": 1.0, "tool_error_frac": 1 / 3, "tool_cut_frac": 1 / 3}
+
+
+def test_the_calculator_refuses_a_tokenizer_without_its_tokens_and_bad_settings(tiny):
+    _, tok = tiny
+    with pytest.raises(ValueError, match=r"no token for \['\?', '!'\].*tools.ALPHABET"):
+        Calculator(char_tokenizer("0123456789+=>: "), n_rows=1)
+    with pytest.raises(ValueError, match="max_calls"):
+        Calculator(tok, n_rows=1, max_calls=-1)
+
+
+class Scripted:
+    """An environment that answers the policy's first token with `reply` (token ids), once per row."""
+
+    def __init__(self, reply):
+        self.reply, self.seen = reply, set()
+
+    def __call__(self, row, written):
+        if row in self.seen:
+            return []
+        self.seen.add(row)
+        return self.reply
+
+
+def test_environment_tokens_are_read_not_trained_on(tiny):
+    model, tok = tiny
+    reply = ids(tok, "99 ")
+    ro = sample(model, tok, ["12+34:", "5+6:"], k=2, max_new_tokens=8, generator=torch.Generator().manual_seed(0),
+                env=Scripted(reply))
+    answered = 0
+    for i in range(4):
+        n = int(ro.completion_mask[i].sum())
+        if n <= 1:   # the policy wrote EOS first: nothing to answer
+            continue
+        answered += 1
+        assert ro.completion_ids[i, 1:4].tolist() == reply                # token in, token out: the env's ids
+        assert ro.loss_mask[i, :4].tolist() == [1, 0, 0, 0]               # the policy's token only
+        assert ro.logprobs[i, 1:4].tolist() == [0.0, 0.0, 0.0] and ro.logprobs[i, 0] < 0
+        assert ro.completion_mask[i, :4].tolist() == [1, 1, 1, 1]         # the model reads them
+        assert "99 " in ro.texts[i]
+    assert answered >= 2 and torch.equal(ro.loss_mask * (1 - ro.completion_mask), torch.zeros_like(ro.loss_mask))
+
+
+def test_an_environment_that_never_answers_changes_nothing(tiny):
+    model, tok = tiny
+    run = lambda env: sample(model, tok, ["12+34:", "5+6:"], k=3, max_new_tokens=10,  # noqa: E731
+                             generator=torch.Generator().manual_seed(3), env=env)
+    a, b = run(None), run(lambda row, written: [])
+    assert torch.equal(a.completion_ids, b.completion_ids) and torch.equal(a.logprobs, b.logprobs)
+    assert a.loss_mask is None and torch.equal(b.loss_mask, b.completion_mask)
+
+
+def test_an_environment_can_end_an_episode_and_bad_replies_fail_by_name(tiny):
+    model, tok = tiny
+    ro = sample(model, tok, ["12+34:"], k=4, max_new_tokens=10, generator=torch.Generator().manual_seed(1),
+                env=Scripted([tok.eos_token_id]))
+    assert all(int(n) <= 2 for n in ro.completion_mask.sum(1)) and not ro.truncated.any()
+    for bad in ("46", [1.5], [10**6], None):
+        with pytest.raises(ValueError, match="env must return a list of token ids"):
+            sample(model, tok, ["12+34:"], k=2, max_new_tokens=4, env=lambda row, written, bad=bad: bad or "x")
+    with pytest.raises(ValueError, match="env must be None or a callable"):
+        sample(model, tok, ["12+34:"], env="calculator")
+
+
+def test_tool_rollout_trains_and_records_the_tool_numbers(tiny):
+    model, tok = tiny
+    prompts, answers = ["12+34:", "5+6:"], ["46", "11"]
+    cfg = GRPOConfig(steps=2, batch_size=8, group_size=4, max_new_tokens=12, lr=1e-3, eval_every=0, track_kl=False)
+    reward = lambda completions, answer, **kw: [float(i % 2) for i in range(len(completions))]  # noqa: E731
+    policy = copy.deepcopy(model)
+    hist = train_grpo(policy, tok, prompts, answers, reward, cfg, rollout=ToolRollout(max_calls=1), progress=False)
+    assert all({"tool_calls", "tool_error_frac", "tool_cut_frac"} <= set(r) for r in hist)
+    assert all(0 <= r["tool_cut_frac"] <= 1 and r["tool_calls"] <= 1 for r in hist)
+    with pytest.raises(ValueError, match="max_calls"):
+        train_grpo(policy, tok, prompts, answers, reward, cfg, rollout=ToolRollout(max_calls=-2), progress=False)
+
+
+# ---------------------------------------------------------------- pre-training the tool model
+
+def test_tool_episodes_by_kind():
+    import random
+
+    from utils.tasks.tools import tool_episode
+    rng = random.Random(0)
+    kind, text, loss = tool_episode(rng, 478, 356, noise={"right": 1.0})
+    assert (kind, text) == ("right", "?478+356=834 >834")
+    assert loss == [1] * 9 + [0] * 4 + [1] * 4              # the calculator's "834 " carries no loss
+    for _ in range(50):
+        kind, text, loss = tool_episode(rng, 478, 356, noise={"operand": 1.0})
+        call, rest = text.split("=", 1)
+        x, y = call[1:].split("+")
+        assert (x, y) != ("478", "356") and rest == f"{int(x) + int(y)} >{int(x) + int(y)}"
+        kind, text, loss = tool_episode(rng, 478, 356, noise={"answer": 1.0})
+        assert text.startswith("?478+356=834 >") and text != "?478+356=834 >834" and len(loss) == len(text)
+
+
+def test_pretrain_batch_keeps_the_tools_answers_out_of_the_loss(tiny):
+    from utils.runs.build_base_model import pretrain_batch
+    _, tok = tiny
+    ids, labels, mask = pretrain_batch(tok, [("12+34:", "?12+34=46 >46", [1] * 7 + [0] * 3 + [1] * 3),
+                                             ("5+6:", ">11")])
+    row = labels[0].tolist()
+    assert row[:6] == [-100] * 6                              # the prompt
+    assert row[6:13] == ids[0, 6:13].tolist()                 # the call
+    assert row[13:16] == [-100] * 3                           # "46 ": the calculator's
+    assert row[16:20] == ids[0, 16:20].tolist() and ids[0, 19] == tok.eos_token_id   # ">46" and EOS
+    assert labels[1].tolist()[4:8] == ids[1, 4:8].tolist() and mask[1].sum() == 8     # no loss given: all of it
+    with pytest.raises(ValueError, match="one 0/1 per token"):
+        pretrain_batch(tok, [("1+1:", ">2", [1])])
+
+
+def test_evaluate_with_the_calculator(tiny):
+    """evaluate(env_fn=...) runs each batch with a fresh environment: a scripted policy is not needed to see the
+    environment's tokens reach the verifier."""
+    from utils.eval.metrics import evaluate
+    model, tok = tiny
+    seen = []
+
+    def judge(completions, answer, **kw):
+        seen.extend(completions)
+        return [0.0] * len(completions)
+    evaluate(model, tok, ["12+34:"] * 3, ["46"] * 3, k=2, max_new_tokens=6, reward_fn=judge,
+             env_fn=lambda n: Scripted(ids(tok, "77 ")))
+    assert len(seen) == 6 and sum("77 " in t for t in seen) >= 3
+    with pytest.raises(ValueError, match="env_fn must be a function"):
+        evaluate(model, tok, ["12+34:"], ["46"], env_fn="calculator")
