@@ -101,13 +101,12 @@ def _task(task, cfg, rng):
         tok = char_tokenizer()
     elif task == "mix":  # three tasks (utils.tasks.mix); the valid check is each task's, on its own verifier
         from utils.tasks import mix
-        from utils.verifiers.arithmetic import strict_reward
-        from utils.verifiers.traces import outcome_reward
+        from utils.verifiers.mix import task_reward
         rows = {t: list(mix.load_task(t, "train")) for t in mix.TASKS}
         valid = {t: mix.load_task(t, "valid") for t in mix.TASKS}
         n_pos, max_new = cfg["n_positions"], cfg["max_new_tokens"]
         tok = char_tokenizer(mix.ALPHABET, max_length=n_pos)
-        judges = {t: outcome_reward if t == "traces" else strict_reward for t in mix.TASKS}
+        judges = {t: (lambda c, a, t=t: task_reward(c, a, task=[t] * len(c))) for t in mix.TASKS}
 
         def sample():
             return mix.pretrain_example(rng, rows)
