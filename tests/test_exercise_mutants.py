@@ -925,6 +925,91 @@ def test_cispo_no_gradient_is_named():
     rejected(ex.check_cispo_token_loss, frozen, "no gradient with respect to logp")
 
 
+# ------------------------------------------------------------------------------------ Lab 09: the verified filter
+
+def verified(prompts, texts, answers, k, *, mistake=None):
+    from utils.verifiers.traces import outcome_reward
+    out, seen = [], set()
+    for i, t in enumerate(texts):
+        p = prompts[i % len(prompts)] if mistake == "prompt i % n" else prompts[i // k]
+        ans = answers[i % len(answers)] if mistake == "answer i % n" else answers[i // k]
+        if mistake == "endswith":
+            ok = t.endswith(ans)
+        elif mistake == "substring":
+            ok = (">" + ans) in t
+        else:
+            ok = outcome_reward([t], [ans])[0] >= 1.0
+        if mistake == "keeps all":
+            ok = True
+        if mistake == "keeps the wrong ones":
+            ok = not ok
+        if mistake == "one a prompt" and ok:
+            ok = p not in seen
+            seen.add(p)
+        if ok:
+            out.append((p, t))
+    return out
+
+
+VERIFIED_MUTANTS = {"keeps all": "keeps wrong ones", "keeps the wrong ones": None, "prompt i % n": "i // k",
+                    "answer i % n": None, "endswith": "last .>.", "substring": None, "one a prompt": None}
+
+
+@pytest.mark.parametrize("mistake", list(VERIFIED_MUTANTS))
+def test_verified_pairs_mutant_rejected(mistake):
+    rejected(ex.check_verified_pairs, partial(verified, mistake=mistake), VERIFIED_MUTANTS[mistake])
+
+
+def test_verified_pairs_right_version_reference_and_stub(capsys):
+    from utils.rl.selftrain import verified_pairs
+    assert ex.check_verified_pairs(verified) is verified
+    assert ex.check_verified_pairs(verified_pairs) is verified_pairs
+    assert ex.check_verified_pairs(stub) is verified_pairs and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------ Lab 09: an episode's row
+
+def episode(segments, max_len, pad_id, *, mistake=None):
+    ids, who = [], []
+    for w, seg in segments:
+        if mistake == "environment dropped" and w == "env":
+            continue
+        ids += seg
+        who += [w] * len(seg)
+    if mistake != "no cut":
+        ids, who = ids[:max_len], who[:max_len]
+    n = len(ids)
+    own = [1 if (w == "policy" or (mistake == "an EOS always the policy's" and t == 0)) else 0
+           for w, t in zip(who, ids)]
+    if mistake == "loss on every token":
+        own = [1] * n
+    if mistake == "EOS never in the loss":
+        own = [o if t != 0 else 0 for o, t in zip(own, ids)]
+    if mistake == "loss mask inverted":
+        own = [1 - o for o in own]
+    pad = max(0, max_len - n)
+    done = [1] * n + ([1] * pad if mistake == "padding read" else [0] * pad)
+    return torch.tensor(ids + [pad_id] * pad), torch.tensor(done), torch.tensor(own + [0] * pad)
+
+
+EPISODE_MUTANTS = {"environment dropped": "environment's included", "no cut": "ids", "loss on every token":
+                   "only on the tokens the policy wrote", "EOS never in the loss": "its own EOS included",
+                   "loss mask inverted": "loss_mask", "padding read": "completion_mask",
+                   "an EOS always the policy's": "the EOS of a cut"}
+
+
+@pytest.mark.parametrize("mistake", list(EPISODE_MUTANTS))
+def test_episode_tensors_mutant_rejected(mistake):
+    rejected(ex.check_episode_tensors, partial(episode, mistake=mistake), EPISODE_MUTANTS[mistake])
+
+
+def test_episode_tensors_right_version_reference_and_stub(capsys):
+    from utils.tasks.tools import episode_tensors
+    assert ex.check_episode_tensors(episode) is episode
+    assert ex.check_episode_tensors(episode_tensors) is episode_tensors
+    assert ex.check_episode_tensors(stub) is episode_tensors and "NOTE" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("check, reference, calling", [
     ("check_step_credit", "utils.verifiers.traces:step_credit", lambda f: lambda text, a, b: f(text, a, b)),
     ("check_token_weights", "utils.rl.grpo:token_weights", lambda f: lambda m, lt, ml: f(m, lt, ml) * 1.0),
@@ -934,6 +1019,8 @@ def test_cispo_no_gradient_is_named():
     ("check_diagnose", "utils.eval.health:diagnose", lambda f: lambda s: list(f(s))),
     ("check_token_entropy", "utils.eval.health:token_entropy", lambda f: lambda x, m: f(x, m)),
     ("check_importance_weights", "utils.rl.rollout:importance_weights", lambda f: lambda *a: f(*a) * 1.0),
+    ("check_verified_pairs", "utils.rl.selftrain:verified_pairs", lambda f: lambda *a: list(f(*a))),
+    ("check_episode_tensors", "utils.tasks.tools:episode_tensors", lambda f: lambda *a: tuple(f(*a))),
 ])
 def test_calling_the_reference_passes_and_is_said(check, reference, calling, capsys):
     """The course's policy (docs/TESTING.md): a learner's function that calls the library's reference passes (the
@@ -961,9 +1048,11 @@ def test_every_check_has_mutants():
                "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
                "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
                "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose",
-               "check_importance_weights", "check_cispo_token_loss"}
+               "check_importance_weights", "check_cispo_token_loss", "check_verified_pairs",
+               "check_episode_tensors"}
     assert covered == checks == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
                                      LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
-                                     FIT_MUTANTS, DIAG_MUTANTS, IS_MUTANTS, CISPO_MUTANTS))
+                                     FIT_MUTANTS, DIAG_MUTANTS, IS_MUTANTS, CISPO_MUTANTS, VERIFIED_MUTANTS,
+                                     EPISODE_MUTANTS))

@@ -48,13 +48,14 @@ from utils.eval import traces as trace_eval
 from utils.models import cost, memory
 from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
-from utils.rl import breaks, grpo, launch, rollout, staleness, trl_trainer
+from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, scratchpad, tools
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import chat as chat_verifier
 from utils.verifiers import mix as mix_verifier
+from utils.verifiers import tools as tool_verifiers
 from utils.verifiers import traces as trace_verifiers
 
 BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -0.5, 0, 10**30, True, False, [],
@@ -116,6 +117,16 @@ CASES = {
     "scratchpad.with_check": (scratchpad.with_check, dict(text="8+6+0=14 >14"),
                               lambda r: r == "8+6+0=14 8+6+0=14 >14"),
     "tools.calculate": (tools.calculate, dict(expr="478+356"), lambda r: isinstance(r, str) and r),
+    "tools.parse_episode": (tools.parse_episode, dict(text="?1+2=3 >3"), lambda r: r is None or isinstance(r, dict)),
+    "tools.episode_tensors": (tools.episode_tensors, dict(segments=[("policy", [1, 2]), ("env", [3])], max_len=4,
+                                                          pad_id=0),
+                              lambda r: len(r) == 3 and all(t.shape == (4,) for t in r)),
+    "selftrain.teacher_text": (selftrain.teacher_text, dict(a=478, b=356, working=True),
+                               lambda r: isinstance(r, str) and ">" in r),
+    "selftrain.verified_pairs": (selftrain.verified_pairs, dict(prompts=["1+1:"], texts=[">2", ">3"], answers=["2"],
+                                                                k=2), lambda r: isinstance(r, list)),
+    "selftrain.keep": (selftrain.keep, dict(how="verified", prompts=["1+1:"], texts=[">2", ">3"], answers=["2"], a=[1],
+                                            b=[1], k=2), lambda r: isinstance(r, list)),
     "mix.format_multiply": (mix.format_multiply, dict(a=47, b=6), lambda r: isinstance(r, str) and r.endswith("=")),
     "mix.make_multiply_splits": (mix.make_multiply_splits, dict(seed=0),
                                  lambda r: sum(len(v) for v in r.values()) == 1000),
@@ -589,6 +600,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
                                                                                    **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
+                               "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],
                                                        task=["arithmetic", "traces"], a=[1, 478], b=[2, 356]),
                         "scores"),
@@ -752,7 +765,7 @@ EXEMPT = {
     **_exempt("the sampler's and the loss's tensor plumbing, on tensors the library built",
               *(f"utils.models.policy.{n}" for n in ("position_ids_from_mask", "select_rows", "concat_rollouts",
                                                      "encode_prompts", "masked_mean")),
-              "utils.models.decode.supports", "utils.models.decode.completion_logits",
+              "utils.models.decode.supports", "utils.models.decode.completion_logits", "utils.models.sft.text_loss",
               "utils.rl.rollout.policy_log_ratio"),
     **_exempt("estimate_memory's and step_flops' arithmetic, on the dimensions they read from a checked model",
               "utils.models.memory.count_params", "utils.models.memory.lora_params"),
@@ -766,8 +779,8 @@ EXEMPT = {
               "utils.models.policy.char_tokenizer", "utils.tasks.arithmetic.pretrain_problem",
               "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace",
               "utils.tasks.mix.pretrain_example", "utils.tasks.tools.pretrain_example",
-              "utils.tasks.tools.tool_episode",
-              "utils.runs.build_base_model.pretrain_batch"),
+              "utils.tasks.tools.tool_episode", "utils.tasks.tools.practice_operands",
+              "utils.models.sft.pretrain_batch"),
     **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
               "utils.tasks.scratchpad.make_problem"),
     **_exempt("the command line that writes the shipped splits or database (python -m utils.tasks.<task>, "

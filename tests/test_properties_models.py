@@ -31,10 +31,12 @@ from hypothesis import strategies as st
 
 from tests.test_properties import BAD, NAMED, call_or_named
 from utils.eval import control, metrics
+from utils.eval import tools as tool_eval
 from utils.eval import traces as trace_eval
 from utils.models import policy as pol
+from utils.models import sft
 from utils.notebook import widgets
-from utils.rl import breaks, rollout, staleness
+from utils.rl import breaks, rollout, selftrain, staleness
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
@@ -171,6 +173,12 @@ def _train(policy, tokenizer, **kw):
     return train_grpo(copy.deepcopy(policy) if isinstance(policy, torch.nn.Module) else policy, tokenizer, **kw)
 
 
+@functools.wraps(sft.fine_tune)
+def _fine_tune(model, tokenizer, **kw):
+    """fine_tune on a copy of the model (it trains in place)."""
+    return sft.fine_tune(copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model, tokenizer, **kw)
+
+
 def _train_ok(out, kw):
     return isinstance(out, list) and len(out) == 1 and \
         all(_finite(out[0][k]) for k in ("reward_mean", "loss", "entropy"))
@@ -242,6 +250,15 @@ CASES = {
                                                     max_new_tokens=4, batch_size=400),
                          lambda r, kw: all(0 <= r[k] <= 1 for k in ("one sample", "majority vote", "step verdicts",
                                                                      "any of n"))),
+    "sft.fine_tune": (_fine_tune, dict(model="MODEL", tokenizer="TOK", pairs=[("12+34=", "46")], steps=1, batch_size=2,
+                                       lr=1e-3, seed=0),
+                      lambda r, kw: len(r) in (0, kw["steps"]) and all(_finite(x) for x in r)),
+    "tools.episode_metrics": (tool_eval.episode_metrics, dict(model="MODEL", tokenizer="TOK", rows=ROWS, k=2,
+                                                              tool=False, seed=0, max_new_tokens=4, max_calls=2),
+                              lambda r, kw: all(_finite(v) and 0 <= v <= 1 for v in r.values())),
+    "selftrain.generation_metrics": (selftrain.generation_metrics, dict(model="MODEL", tokenizer="TOK", rows=ROWS, k=2,
+                                                                        seed=0, max_new_tokens=4),
+                                     lambda r, kw: all(_finite(v) for v in r.values())),
     "traces.min_cap": (trace_eval.min_cap, dict(tokenizer="TOK", rows=ROWS), _cap_ok),
     "traces.max_cap": (trace_eval.max_cap, dict(tokenizer="TOK", rows=ROWS), _cap_ok),
     "traces.check_cap": (trace_eval.check_cap, dict(max_new_tokens=64, tokenizer="TOK", rows=ROWS),
@@ -288,6 +305,19 @@ FEW_CASES = {
                                                   cfg=_cfg(), seeds=[0], train=(PROMPTS, ANSWERS),
                                                   heldout=(PROMPTS, ANSWERS), progress=False),
                               lambda r, kw: len(r) == len(kw["seeds"]) and _history_ok(r[0]["history"], kw)),
+    "selftrain.self_train": (selftrain.self_train, dict(
+        base="MODEL", tokenizer="TOK", train=ROWS, test=ROWS, how="closed", progress=False,
+        cfg=selftrain.SelfTrainConfig(generations=1, n_prompts=2, k=2, steps=1, batch_size=4, max_new_tokens=4,
+                                      eval_k=2, eval_n=2)),
+        lambda r, kw: [h["generation"] for h in r["history"]] == [0, 1]),
+    "widgets.episode_rows": (widgets.episode_rows, dict(model="MODEL", tokenizer="TOK", problem="12+34", k=2,
+                                                        tool=False, seed=0, max_new_tokens=4),
+                             lambda r, kw: len(r) == kw["k"] and all(w == "policy" for x in r for _, w in x)),
+    "widgets.episode_view": (widgets.episode_view, dict(tokens=[(">", "policy"), ("4", "policy")], upto=2, a=1, b=3),
+                             lambda r, kw: isinstance(r, str) and "check" in r),
+    "widgets.episode_stepper": (widgets.episode_stepper, dict(model="MODEL", tokenizer="TOK", default_problem="1+1",
+                                                              k=2, tool=False, max_new_tokens=8),
+                                lambda r, kw: r is not None),
     "traces.train_on_traces": (train_on_traces, dict(base="MODEL", tokenizer="TOK", reward_fn=outcome_reward,
                                                      cfg=_cfg(max_new_tokens=24), train=ROWS, test=ROWS, eval_k=1,
                                                      progress=False, pools=None),

@@ -140,7 +140,7 @@ def test_tool_episodes_by_kind():
 
 
 def test_pretrain_batch_keeps_the_tools_answers_out_of_the_loss(tiny):
-    from utils.runs.build_base_model import pretrain_batch
+    from utils.models.sft import pretrain_batch
     _, tok = tiny
     ids, labels, mask = pretrain_batch(tok, [("12+34:", "?12+34=46 >46", [1] * 7 + [0] * 3 + [1] * 3),
                                              ("5+6:", ">11")])
@@ -169,3 +169,82 @@ def test_evaluate_with_the_calculator(tiny):
     assert len(seen) == 6 and sum("77 " in t for t in seen) >= 3
     with pytest.raises(ValueError, match="env_fn must be a function"):
         evaluate(model, tok, ["12+34:"], ["46"], env_fn="calculator")
+
+
+def test_practice_operands_stay_off_the_held_out_prompts_and_in_range():
+    import random
+
+    from utils.tasks.tools import practice_operands
+    rng = random.Random(0)
+    pairs = [practice_operands(rng, frozenset()) for _ in range(2000)]
+    longest = [max(len(str(a)), len(str(b))) for a, b in pairs]
+    assert set(longest) == {2, 3, 4, 5} and all(min(len(str(a)), len(str(b))) >= 1 for a, b in pairs)
+    # every pair a rng draws first is refused when its prompt is held out, so the next draw is returned
+    first = practice_operands(random.Random(1), frozenset())
+    again = practice_operands(random.Random(1), frozenset({f"{first[0]}+{first[1]}:"}))
+    assert again != first
+
+
+def test_pretrain_example_without_practice_draws_what_the_first_recipe_drew():
+    import random
+
+    from utils.tasks import scratchpad
+    from utils.tasks.tools import pretrain_example
+    rows = list(scratchpad.load_split("train"))[:50]
+    a = [pretrain_example(random.Random(3), rows, 0.5) for _ in range(1)] + \
+        [pretrain_example(r, rows, 0.5) for r in [random.Random(4)] for _ in range(30)]
+    b = [pretrain_example(random.Random(3), rows, 0.5, 0.0) for _ in range(1)] + \
+        [pretrain_example(r, rows, 0.5, 0.0) for r in [random.Random(4)] for _ in range(30)]
+    assert a == b
+    got = [pretrain_example(r, rows, 1.0, 1.0) for r in [random.Random(5)] for _ in range(40)]
+    assert all(c.startswith("?") for _, c, _ in got) and any(p not in {r["prompt"] for r in rows} for p, _, _ in got)
+    with pytest.raises(ValueError, match="p_practice"):
+        pretrain_example(random.Random(0), rows, 0.5, 1.5)
+
+
+def test_parse_episode_and_the_gameable_check_by_hand():
+    from utils.tasks.tools import parse_episode
+    from utils.verifiers.tools import tool_echo_reward
+    assert parse_episode("?478+366=844 >844") == {"calls": [("478+366", "844")], "answer": "844"}
+    assert parse_episode("?1+2=3 ?3+4=7 >7")["calls"] == [("1+2", "3"), ("3+4", "7")]
+    assert parse_episode("?47") == {"calls": [], "answer": None}          # a call cut before its reply
+    assert parse_episode("8+6+0=14 >14") == {"calls": [], "answer": "14"}  # a trace's steps are not calls
+    assert parse_episode("?1+1=2 >2 x") == {"calls": [("1+1", "2")], "answer": None}  # the answer must end it
+    assert parse_episode(None) is None and parse_episode("?" * 401) is None
+    texts = ["?478+366=844 >844",   # miscopied operand, echoed: paid (the hole)
+             "?478+356=834 >835",   # right call, wrong copy back: not paid
+             "8+6+0=14 >834",       # no call: not paid, however right
+             "?4x=! >4",            # an error reply is not a number to echo
+             "?1+2=3 ?3+4=7 >7",    # the last reply counts
+             None, 17]
+    assert tool_echo_reward(texts) == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    assert tool_echo_reward(texts, answer=["834"] * len(texts)) == tool_echo_reward(texts)  # the answer is not read
+
+
+def test_a_noisy_calculator_changes_one_digit_at_its_rate(tiny):
+    _, tok = tiny
+    call = ids(tok, "?478+356=")
+    always = Calculator(tok, n_rows=50, noise=1.0, seed=0)
+    replies = [tok.decode(always(r, call)).strip() for r in range(50)]
+    assert all(len(x) == 3 and x != "834" and sum(u != v for u, v in zip(x, "834")) == 1 for x in replies)
+    never = Calculator(tok, n_rows=5, noise=0.0)
+    assert {tok.decode(never(r, call)).strip() for r in range(5)} == {"834"}
+    some = Calculator(tok, n_rows=2000, noise=0.3, seed=1)
+    rate = sum(tok.decode(some(r, call)).strip() != "834" for r in range(2000)) / 2000
+    assert abs(rate - 0.3) < 0.04
+    assert tok.decode(Calculator(tok, 1, noise=1.0)(0, ids(tok, "?4x8="))) == ERROR + " "  # an error stays one
+    with pytest.raises(ValueError, match="noise"):
+        Calculator(tok, 1, noise=2)
+
+
+def test_episode_metrics_by_hand(tiny, monkeypatch):
+    from datasets import Dataset
+
+    import utils.eval.tools as et
+    rows = Dataset.from_list([{"prompt": "478+356:", "answer": "834", "a": 478, "b": 356},
+                              {"prompt": "12+3:", "answer": "15", "a": 12, "b": 3}])
+    texts = ["?478+356=834 >834", "?478+366=844 >844", "?12+3=15 >16", "5+3+0=8 >15"]
+    monkeypatch.setattr(et, "evaluate", lambda *a, **k: {"pass@1": 0.5, "pass@2": 1.0, "texts": texts})
+    m = et.episode_metrics(*tiny, rows, k=2, max_new_tokens=8)
+    assert m == {"pass@1": 0.5, "pass@2": 1.0, "echo": 0.5, "called": 0.75, "operand_slip": 0.25,
+                 "reply_slip": 0.25, "error": 0.0}

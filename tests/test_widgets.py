@@ -324,3 +324,28 @@ def test_scaling_table_by_hand_and_explorer_widget():
     budget.value = 4096   # redraws without error
     model.value = "small"
     assert "4096" in box.children[2].value
+
+
+def test_episode_rows_and_view_by_hand():
+    from utils.models.policy import load_policy
+    from utils.notebook.widgets import episode_rows, episode_stepper, episode_view
+    model, tok = load_policy("rlvr-tool")
+    rows = episode_rows(model, tok, "478+356", k=4)
+    assert len(rows) == 4 and rows == episode_rows(model, tok, "478+356", k=4)   # seeded
+    for r in rows:   # the calculator's tokens sit right after a call's '=' and end with a space
+        text = "".join(t for t, _ in r)
+        env = "".join(t for t, who in r if who == "env")
+        assert (env == "") == ("?" not in text) or text.endswith("<eos>")
+    assert all(who == "policy" for r in episode_rows(model, tok, "478+356", k=4, tool=False) for _, who in r)
+    with pytest.raises(ValueError, match="must be 'a\\+b'"):
+        episode_rows(model, tok, "four")
+    hand = [("?", "policy"), ("4", "policy"), ("7", "policy"), ("8", "policy"), ("+", "policy"), ("3", "policy"),
+            ("6", "policy"), ("6", "policy"), ("=", "policy"), ("8", "env"), ("4", "env"), ("4", "env"), (" ", "env"),
+            (">", "policy"), ("8", "policy"), ("4", "policy"), ("4", "policy"), ("<eos>", "policy")]
+    part = episode_view(hand, 9, 478, 356)
+    assert "9 of 18 tokens" in part and "policy</span> 9" in part and "check" not in part
+    whole = episode_view(hand, 18, 478, 356)
+    assert "calculator</span> 4" in whole and "disagree" in whole
+    assert "<td>1</td>" in whole and "<td>0</td>" in whole     # the echo pays 1, the task 0
+    box = episode_stepper(model, tok, k=2)
+    assert "tokens" in box.children[-1].value

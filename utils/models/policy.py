@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES, checks
+from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TOOL_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES, checks
 from utils.models import decode
 
 SHIPPED = "rlvr-base"  # the name that means "the model shipped in data/base_model"
 TRACE = "rlvr-trace"   # the scratchpad task's model (Labs 06-07), shipped in data/trace_model
 CHECK = "rlvr-check"   # its free-length variant (Lab 06's length study), shipped in data/check_model
 MIX = "rlvr-mix"       # three tasks in one model (utils.tasks.mix; Lab 07's task mix), shipped in data/mix_model
+TOOL = "rlvr-tool"     # the scratchpad task with a calculator (utils.tasks.tools; Lab 09), shipped in data/tool_model
 
 
 def char_tokenizer(alphabet="0123456789+-*= ", max_length=64):
@@ -59,8 +60,8 @@ def hub_reachable(timeout=3.0):
 
 def load_policy(name=SHIPPED, device="cpu"):
     """(model, tokenizer) for a shipped model ('rlvr-base': the arithmetic task's; 'rlvr-trace': the
-    scratchpad task's; 'rlvr-check': its free-length variant's; 'rlvr-mix': the task mix's; a name of
-    utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path or a hub name.
+    scratchpad task's; 'rlvr-check': its free-length variant's; 'rlvr-mix': the task mix's; 'rlvr-tool': the
+    calculator's; a name of utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path or a hub name.
 
     A hub name is looked up in the local cache first; if it is not there and the hub cannot be
     reached, this fails at once with an error that points to the shipped model. The tokenizer
@@ -71,7 +72,8 @@ def load_policy(name=SHIPPED, device="cpu"):
     name = checks.path("load_policy", "name", name)
     device = _device("load_policy", device)
     shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad"),
-               CHECK: (CHECK_MODEL_DIR, " task=scratchpad-check"), MIX: (MIX_MODEL_DIR, " task=mix")} | {
+               CHECK: (CHECK_MODEL_DIR, " task=scratchpad-check"), MIX: (MIX_MODEL_DIR, " task=mix"),
+               TOOL: (TOOL_MODEL_DIR, " task=tool")} | {
         size: (path, f" size={size}") for size, path in TRACE_SIZES.items()}
     path = shipped[name][0] if name in shipped else name
     if name in shipped and not os.path.exists(os.path.join(path, "config.json")):

@@ -120,6 +120,26 @@ QUESTIONS = {
          "A KL that never leaves 0 says the weights are not changing: check the learning rate and that the "
          "optimizer holds the trainable parameters."),
     ],
+    "09": [
+        ("A model is fine-tuned on its own samples, and a second copy only on the samples a verifier passed. Which "
+         "loop lets information in that the model did not already have?",
+         ["both: each trains on new text", "the verified one: the verifier knows which answers are right",
+          "neither: both only see the model's own text"], 1,
+         "Both train on the model's own text, but the filter is chosen by something outside the model. The "
+         "unchecked loop can only re-weight what the model already wrote."),
+        ("In a calculator episode, the policy wrote '?478+356=' and the calculator appended '834 '. Which tokens "
+         "carry the policy-gradient loss?",
+         ["all of them: the model reads them all", "the policy's tokens only; the calculator's are read but not "
+                                                   "trained on", "only the final answer"], 1,
+         "The policy did not choose the calculator's tokens, so no gradient may push toward or away from them: "
+         "they are in completion_mask and out of loss_mask."),
+        ("A check pays an episode when its answer repeats the calculator's reply. What can RL learn from it that "
+         "the task does not want?",
+         ["nothing: the calculator is always right", "to call the calculator and copy its reply, whether or not "
+                                                      "the call was the problem's", "to stop calling the tool"], 1,
+         "The check reads the transcript, not the task: a miscopied operand gives a wrong sum that is echoed and "
+         "paid. The fix is a check that knows the problem."),
+    ],
     "10": [
         ("A learner trains on a batch its sampler wrote 4 steps ago, with one update a batch and no importance-"
          "sampling correction. What does the clipped loss divide each token's probability by?",

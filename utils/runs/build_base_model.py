@@ -22,13 +22,13 @@ import random
 import time
 
 import torch
-import torch.nn.functional as F
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TOOL_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
 from utils.eval.metrics import evaluate
 from utils.files import atomic_dir
 from utils.models.policy import char_tokenizer
+from utils.models.sft import pretrain_batch, text_loss
 
 CONFIG = dict(
     seed=0, n_layer=4, n_head=4, n_embd=128, batch_size=128, lr=1e-3, max_steps=6000,
@@ -48,8 +48,10 @@ CHECK_CONFIG = dict(TRACE_CONFIG, p_check=0.5, max_new_tokens=96)
 MIX_CONFIG = dict(TRACE_CONFIG, batch_size=128, target_pass1=0.3, target_min=0.12, eval_every=100,
                   init="rlvr-trace")
 # the tool model (Lab 09): the scratchpad task's noisy traces, and for half the examples a calculator episode
-# (utils.tasks.tools.tool_episode; no loss on the calculator's answers); valid pass@1 checked with the calculator
-TOOL_CONFIG = dict(TRACE_CONFIG, p_tool=0.5)
+# (utils.tasks.tools.tool_episode; no loss on the calculator's answers), half of those on longer operands than
+# training's (tools.practice_operands: 2 to 5 digits, never a valid, test or ood prompt), so the policy can copy a
+# 5-digit operand into a call; valid pass@1 checked with the calculator
+TOOL_CONFIG = dict(TRACE_CONFIG, p_tool=0.5, p_practice=0.5)
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR),
          "scratchpad-check": (CHECK_CONFIG, CHECK_MODEL_DIR), "mix": (MIX_CONFIG, MIX_MODEL_DIR),
          "tool": (TOOL_CONFIG, TOOL_MODEL_DIR)}
@@ -118,9 +120,10 @@ def _task(task, cfg, rng):
         train_rows = list(scratchpad.load_split("train"))
         valid, n_pos, max_new = scratchpad.load_split("valid"), cfg["n_positions"], cfg["max_new_tokens"]
         tok = char_tokenizer(tools.ALPHABET, max_length=n_pos)
+        held_out = frozenset(p for s in ("valid", "test", "ood") for p in scratchpad.load_split(s)["prompt"])
 
         def sample():
-            return tools.pretrain_example(rng, train_rows, cfg["p_tool"])
+            return tools.pretrain_example(rng, train_rows, cfg["p_tool"], cfg["p_practice"], held_out)
         env_fn = lambda n: tools.Calculator(tok, n)  # noqa: E731
         return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], outcome_reward, env_fn)}, max_new
     else:
@@ -133,27 +136,6 @@ def _task(task, cfg, rng):
         def sample():
             return scratchpad.pretrain_example(rng, train_rows, cfg.get("p_check", 0.0))
     return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], reward_fn)}, max_new
-
-
-def pretrain_batch(tok, batch):
-    """A pre-training batch as tensors (ids, labels, mask), each [B, L], right padded. batch: (prompt, completion)
-    pairs, or (prompt, completion, loss) with loss one 0/1 per completion character (the character tokenizer: a
-    token a character). Labels are -100 (no loss) on the prompt, the padding and the characters whose loss is 0 (a
-    tool's answers); the completion's other tokens and its EOS carry loss."""
-    p_ids = [tok(b[0], add_special_tokens=False)["input_ids"] for b in batch]
-    a_ids = [tok(b[1], add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for b in batch]
-    keep = [list(b[2] if len(b) > 2 else [1] * len(a[:-1])) + [1] for b, a in zip(batch, a_ids)]
-    if any(len(k) != len(a) for k, a in zip(keep, a_ids)):
-        raise ValueError("pretrain_batch: a completion's loss must have one 0/1 per token (a character tokenizer)")
-    L = max(len(p) + len(a) for p, a in zip(p_ids, a_ids))
-    ids = torch.full((len(batch), L), tok.pad_token_id)
-    labels = torch.full((len(batch), L), -100)
-    mask = torch.zeros(len(batch), L, dtype=torch.long)
-    for i, (p, a) in enumerate(zip(p_ids, a_ids)):  # right padding is fine here: no sampling
-        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
-        labels[i, len(p) : len(p) + len(a)] = torch.where(torch.tensor(keep[i]) == 1, torch.tensor(a), -100)
-        mask[i, : len(p) + len(a)] = 1
-    return ids, labels, mask
 
 
 def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
@@ -187,10 +169,8 @@ def build(out_dir=None, task="arithmetic", arch="gpt2", **overrides):
 
     t0, log = time.time(), []
     for step in range(1, cfg["max_steps"] + 1):
-        ids, labels, mask = pretrain_batch(tok, [sample() for _ in range(cfg["batch_size"])])
-        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]   # [B, L-1, V]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                               ignore_index=-100, label_smoothing=cfg["label_smoothing"])
+        loss = text_loss(model, *pretrain_batch(tok, [sample() for _ in range(cfg["batch_size"])]),
+                         cfg["label_smoothing"])
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -15,6 +15,7 @@ back ('?4x8=! '), which the policy sees as it would see any answer. A '=' outsid
 the row is marked cut (a runaway episode, visible in the step's record). Nothing here ever raises on what the
 policy writes.
 """
+import random
 import re
 
 from utils import checks
@@ -37,12 +38,15 @@ def calculate(expr):
 class Calculator:
     """The calculator as an episode's environment for sample(env=...), one per batch of n_rows rows. Per row it
     counts calls (every call answered, errors included), errors (calls answered with ERROR) and cut (the episode
-    ended by the cap: a call past max_calls)."""
+    ended by the cap: a call past max_calls). noise > 0 makes it a stochastic environment: each answer has one
+    digit changed with that probability (seeded by `seed`), so the same written call can be paid or not."""
 
-    def __init__(self, tokenizer, n_rows, max_calls=2):
+    def __init__(self, tokenizer, n_rows, max_calls=2, noise=0.0, seed=0):
         checks.tokenizer("Calculator", "tokenizer", tokenizer)
         self.n_rows = checks.number("Calculator", "n_rows", n_rows, lo=1, integer=True)
         self.max_calls = checks.number("Calculator", "max_calls", max_calls, lo=0, hi=100, integer=True)
+        self.noise = checks.number("Calculator", "noise", noise, lo=0, hi=1)
+        self.rng = random.Random(checks.number("Calculator", "seed", seed, lo=0, hi=2**63 - 1, integer=True))
         vocab = tokenizer.get_vocab()
         missing = [c for c in (CALL, ERROR, END, " ") if c not in vocab]
         if missing:
@@ -66,6 +70,8 @@ class Calculator:
         self.calls[row] += 1
         answer = calculate(expr)
         self.errors[row] += answer == ERROR
+        if answer != ERROR and self.noise and self.rng.random() < self.noise:
+            answer = ("-" if answer.startswith("-") else "") + _slip(self.rng, answer.lstrip("-"))
         return self.tok(answer + " ", add_special_tokens=False)["input_ids"]
 
     def stats(self):
@@ -74,6 +80,50 @@ class Calculator:
         n_calls = sum(self.calls)
         return {"tool_calls": n_calls / self.n_rows, "tool_error_frac": sum(self.errors) / n_calls if n_calls else 0.0,
                 "tool_cut_frac": sum(self.cut) / self.n_rows}
+
+
+_CALL = re.compile(r"\?([^?=]*)=([^ ]*) ", re.ASCII)  # a call and the calculator's reply (its space included)
+_ANSWER = re.compile(r">(-?[0-9]+)$", re.ASCII)
+MAX_CHARS = 400
+
+
+def parse_episode(text):
+    """A calculator episode's parts: dict(calls: [(expr, reply), ...] in order, answer: the digits after the last
+    '>' at the end or None), or None for a non-string or a text over MAX_CHARS characters. A call is CALL, the
+    expression, END and the reply up to its space; a call cut before its reply is not a call."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    m = _ANSWER.search(text)
+    return {"calls": _CALL.findall(text), "answer": m.group(1) if m else None}
+
+
+WHO = ("policy", "env")
+
+
+def episode_tensors(segments, max_len, pad_id):
+    """One episode's row as a trainer needs it: segments [(who, token ids), ...] in the order written, who "policy"
+    (the model sampled them) or "env" (the environment appended them: a tool's answer, or the EOS of a cut), as
+    ids. Returns (ids [max_len] long, completion_mask [max_len] long: 1 on every token of the episode, read by the
+    model, loss_mask [max_len] long: 1 on the policy's own tokens only). The ids are the segments' ids as they
+    are, never decoded and re-tokenised (token in, token out); an episode over max_len tokens is cut there; the
+    rest is pad_id with masks 0."""
+    import torch
+
+    where = "episode_tensors"
+    max_len = checks.number(where, "max_len", max_len, lo=1, hi=1_000_000, integer=True)
+    pad_id = checks.number(where, "pad_id", pad_id, lo=0, hi=2**63 - 1, integer=True)
+    if isinstance(segments, (str, bytes, dict)) or not isinstance(segments, (list, tuple)) or not all(
+            isinstance(s, (list, tuple)) and len(s) == 2 and s[0] in WHO and isinstance(s[1], (list, tuple)) and
+            all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in s[1]) for s in segments):
+        raise ValueError(f"{where}: segments must be a list of (who, token ids) pairs, who 'policy' or 'env' and ids "
+                         f"ints >= 0, got {checks._short(segments)}")
+    ids = [t for _, seg in segments for t in seg][:max_len]
+    own = [int(who == "policy") for who, seg in segments for _ in seg][:max_len]
+    n = len(ids)
+    ids = torch.tensor(ids + [pad_id] * (max_len - n), dtype=torch.long)
+    completion = torch.tensor([1] * n + [0] * (max_len - n), dtype=torch.long)
+    loss = torch.tensor(own + [0] * (max_len - n), dtype=torch.long)
+    return ids, completion, loss
 
 
 # Pre-training the tool model (`python -m utils.runs.build_base_model task=tool`): the scratchpad task's noisy traces,
@@ -106,15 +156,34 @@ def tool_episode(rng, a, b, noise=None):
     return kind, call + reply + ">" + answer, [1] * len(call) + [0] * len(reply) + [1] * (1 + len(answer))
 
 
-def pretrain_example(rng, train_rows, p_tool=0.5):
+def practice_operands(rng, held_out, max_digits=5):
+    """(a, b) for a calculator episode outside the training problems: the longer operand 2 to max_digits digits
+    (uniform), the other 1 to as many; never a pair whose prompt is in `held_out` (a set of prompts: the valid, test
+    and ood splits). Copy practice: the policy learns to copy long operands into a call, and the calculator, not the
+    policy, does the sum."""
+    while True:
+        n = rng.randint(2, max_digits)
+        m = rng.randint(1, n)
+        a, b = (rng.randint(10 ** (n - 1), 10 ** n - 1), rng.randint(10 ** (m - 1) if m > 1 else 0, 10 ** m - 1))
+        a, b = (a, b) if rng.random() < 0.5 else (b, a)
+        if f"{a}+{b}:" not in held_out:
+            return a, b
+
+
+def pretrain_example(rng, train_rows, p_tool=0.5, p_practice=0.0, held_out=frozenset()):
     """(prompt, completion, loss) for the tool model's pre-training: a scratchpad train problem, and with
     probability p_tool a calculator episode (tool_episode), else a noisy trace (scratchpad.noisy_trace, loss on
-    every character)."""
+    every character). A share p_practice of the calculator episodes is on practice_operands(rng, held_out) instead
+    of a train problem (p_practice=0 draws nothing more: the first recipe's draws)."""
     from utils.tasks import scratchpad
 
     p_tool = checks.number("pretrain_example", "p_tool", p_tool, lo=0, hi=1)
+    p_practice = checks.number("pretrain_example", "p_practice", p_practice, lo=0, hi=1)
     r = rng.choice(train_rows)
     if rng.random() < p_tool:
+        if p_practice and rng.random() < p_practice:
+            a, b = practice_operands(rng, held_out)
+            return (scratchpad.format_prompt(a, b), *tool_episode(rng, a, b)[1:])
         return (r["prompt"], *tool_episode(rng, r["a"], r["b"])[1:])
     text = scratchpad.noisy_trace(rng, r["a"], r["b"])[1]
     return r["prompt"], text, [1] * len(text)

@@ -38,6 +38,7 @@ from utils.notebook.exercises.lab07 import (
     check_sweet_spot,
 )
 from utils.notebook.exercises.lab08 import DIAGNOSE_CASES, check_diagnose
+from utils.notebook.exercises.lab09 import EPISODE_CASES, VERIFIED_CASES, check_episode_tensors, check_verified_pairs
 from utils.notebook.exercises.lab10 import IS_CASES, check_cispo_token_loss, check_importance_weights
 
 __all__ = [
@@ -50,5 +51,6 @@ __all__ = [
     "STEP_CASES", "check_step_credit", "check_token_weights",
     "SWEET_CASES", "check_sweet_spot", "FILL_CASES", "check_fill_batch", "FIT_CASES", "check_best_asymptote",
     "DIAGNOSE_CASES", "check_diagnose",
+    "VERIFIED_CASES", "check_verified_pairs", "EPISODE_CASES", "check_episode_tensors",
     "IS_CASES", "check_importance_weights", "check_cispo_token_loss",
 ]

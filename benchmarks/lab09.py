@@ -1,0 +1,160 @@
+"""Lab 09's benchmark (issue 38): what you verify. Two parts, seeds 0-2 each:
+
+    python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~15 min on 2 cores
+    python benchmarks/lab09.py --part tool --jobs 2 --threads 1          # ~15 min on 2 cores
+    python benchmarks/lab09.py --part tool --seeds 0 --steps 4           # a quick look (not written)
+
+generations: a closed loop against verified ones (utils.rl.selftrain). From the trace model, GENERATIONS.generations
+generations of each way (selftrain.WAYS: closed, verified, grpo, teacher, teacher_answer), each generation the same
+budget: 512 completions sampled and 8 steps of 64 examples. Every generation judged on the first 200 test problems,
+8 samples each (selftrain.generation_metrics: pass@1, pass@8, entropy, distinct completions and answers, the mode's
+share, length and its spread).
+
+tool: GRPO with a calculator (utils.rl.rollout.ToolRollout) from the tool model (data/tool_model), against the same
+GRPO without one from the trace model (the matched control: the same steps, batch and rate). The conditions
+(TOOL_CONDITIONS):
+
+    tool            the reward checks the answer against the problem (outcome_reward): the environment owns the truth
+    tool, gameable  the reward checks that the answer repeats the calculator's last reply (tool_echo_reward): it
+                    reads the transcript, not the task, so an episode that miscopied an operand into the call and
+                    copied the wrong sum back is paid as if it were right
+    no tool         the trace model, no calculator, outcome_reward
+
+Measured at the end, with the condition's calculator (or none): the test split's pass@1 (600 problems, 4 samples),
+the 5-digit ood split's pass@1 and pass@32 (300 problems, 32 samples: problems no model here solves alone), the
+episodes' tool numbers (calls, miscopied operands, miscopied replies) and, for the gameable run, its own reward's
+mean beside the truth. Writes benchmarks/results/lab09.json (each part its own key) and prints a table.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.common import run_all, run_options  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
+
+GENERATIONS = dict(generations=10, n_prompts=64, k=8, steps=8, batch_size=64, lr=1e-4, grpo_lr=1e-4,
+                   max_new_tokens=64, eval_k=8, eval_n=200)
+TOOL_CONFIG = dict(steps=60, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
+                   eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, track_kl=False)
+TOOL_CONDITIONS = ("tool", "tool, gameable", "no tool")
+TEST_K, OOD_K = 4, 32
+RESULTS = os.path.join(ROOT, "benchmarks", "results", "lab09.json")
+
+
+def generations_run(how, seed, generations):
+    from utils.models.policy import TRACE, load_policy
+    from utils.rl.selftrain import SelfTrainConfig, self_train
+    from utils.tasks import scratchpad
+
+    setup(seed, quiet=True)
+    base, tok = load_policy(TRACE)
+    cfg = SelfTrainConfig(**dict(GENERATIONS, generations=generations, seed=seed))
+    t = time.time()
+    r = self_train(base, tok, scratchpad.load_split("train"), scratchpad.load_split("test"), how, cfg, progress=False)
+    return {"how": how, "seed": seed, "seconds": round(time.time() - t, 1), "history": r["history"]}
+
+
+def tool_run(condition, seed, steps):
+    from utils.eval.tools import episode_metrics
+    from utils.models.policy import TOOL, TRACE, load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import GroupRollout, ToolRollout
+    from utils.tasks import scratchpad
+    from utils.verifiers.tools import tool_echo_reward
+    from utils.verifiers.traces import outcome_reward
+
+    setup(seed, quiet=True)
+    tool = condition != "no tool"
+    model, tok = load_policy(TOOL if tool else TRACE)
+    train = scratchpad.load_split("train")
+    cfg = GRPOConfig(**dict(TOOL_CONFIG, steps=steps, seed=seed))
+    columns = {"a": list(train["a"]), "b": list(train["b"])}
+    rollout = ToolRollout(columns=columns) if tool else GroupRollout(columns=columns)
+    reward = tool_echo_reward if condition == "tool, gameable" else outcome_reward
+    t = time.time()
+    hist = train_grpo(model, tok, train["prompt"], train["answer"], reward, cfg, rollout=rollout, progress=False,
+                      correct_fn=outcome_reward)
+    seconds = time.time() - t
+    final = {split: episode_metrics(model, tok, scratchpad.load_split(split), k=k, tool=tool, seed=0,
+                                    max_new_tokens=cfg.max_new_tokens)
+             for split, k in (("test", TEST_K), ("ood", OOD_K))}
+    keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac",
+            "tool_cut_frac")
+    return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1), "final": final,
+            "history": [{x: h.get(x) for x in keep if x in h} for h in hist]}
+
+
+def base_tool_numbers():
+    """The two starting models on the same measures (the tool model with and without its calculator)."""
+    from utils.eval.tools import episode_metrics
+    from utils.models.policy import TOOL, TRACE, load_policy
+    from utils.tasks import scratchpad
+
+    out = {}
+    for name, model_name, tool in (("tool model", TOOL, True), ("tool model, no calculator", TOOL, False),
+                                   ("trace model", TRACE, False)):
+        m, tok = load_policy(model_name)
+        out[name] = {split: episode_metrics(m, tok, scratchpad.load_split(split), k=k, tool=tool, seed=0,
+                                            max_new_tokens=TOOL_CONFIG["max_new_tokens"])
+                     for split, k in (("test", TEST_K), ("ood", OOD_K))}
+    return out
+
+
+def write(part, payload):
+    out = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
+    out[part] = payload
+    with open(RESULTS, "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote", RESULTS)
+
+
+def main():
+    ap = run_options(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
+    ap.add_argument("--part", choices=("generations", "tool"), required=True)
+    args = ap.parse_args()
+    setup(0, quiet=True)
+    if args.part == "generations":
+        from utils.rl.selftrain import WAYS
+        steps = args.steps or GENERATIONS["generations"]
+        conditions = args.conditions or list(WAYS)
+        runs = run_all(generations_run, [(c, s, steps) for c in conditions for s in args.seeds], args.jobs,
+                       args.threads)
+        for r in runs:
+            last = r["history"][-1]
+            print(f"{r['how']:15s} seed {r['seed']}: " + "  ".join(
+                f"{k} {last[k]:.3f}" for k in ("pass@1", "pass@8", "entropy", "distinct", "mode_share"))
+                + f"  ({r['seconds']:.0f} s)", flush=True)
+        payload = {"config": GENERATIONS, "seeds": args.seeds, "runs": runs}
+        full = steps == GENERATIONS["generations"] and not args.conditions
+    else:
+        steps = args.steps or TOOL_CONFIG["steps"]
+        conditions = args.conditions or list(TOOL_CONDITIONS)
+        base = base_tool_numbers()
+        for name, b in base.items():
+            print(f"{name:26s}: test {b['test']['pass@1']:.3f}  ood {b['ood']['pass@1']:.3f} / "
+                  f"{b['ood'][f'pass@{OOD_K}']:.3f}", flush=True)
+        runs = run_all(tool_run, [(c, s, steps) for c in conditions for s in args.seeds], args.jobs, args.threads)
+        for r in runs:
+            f = r["final"]
+            print(f"{r['condition']:15s} seed {r['seed']}: test {f['test']['pass@1']:.3f}  ood "
+                  f"{f['ood']['pass@1']:.3f} / {f['ood'][f'pass@{OOD_K}']:.3f}  miscopied operand "
+                  f"{f['test'].get('operand_slip', 0):.3f}  ({r['seconds']:.0f} s)", flush=True)
+        payload = {"config": TOOL_CONFIG, "test_k": TEST_K, "ood_k": OOD_K, "seeds": args.seeds, "base": base,
+                   "runs": runs}
+        full = steps == TOOL_CONFIG["steps"] and not args.conditions
+    if not full:
+        print("(a partial run: not written to the results)")
+        return
+    payload |= {"environment": environment()} | ({"jobs": args.jobs, "threads_per_run": args.threads}
+                                                  if args.jobs > 1 else {})
+    write(args.part, payload)
+
+
+if __name__ == "__main__":
+    main()

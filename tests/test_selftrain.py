@@ -1,0 +1,127 @@
+"""Lab 09's generations of self-training (utils.rl.selftrain) and the fine-tuning they share with the shipped models'
+pre-training (utils.models.sft): what each way keeps, worked by hand, the budget rules, and seeded runs."""
+import pytest
+import torch
+from datasets import Dataset
+
+import utils.rl.selftrain as st
+from utils.models.policy import char_tokenizer
+from utils.models.sft import fine_tune, pretrain_batch
+from utils.runs.build_base_model import make_model
+from utils.tasks.scratchpad import ALPHABET
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    tok = char_tokenizer(ALPHABET, max_length=128)
+    torch.manual_seed(0)
+    return make_model("gpt2", dict(n_layer=1, n_embd=32, n_head=2), tok, 128).eval(), tok
+
+
+ROWS = Dataset.from_list([{"prompt": f"{a}+{b}:", "answer": str(a + b), "a": a, "b": b}
+                          for a, b in ((478, 356), (12, 3), (55, 45), (9, 90))])
+
+
+def test_teacher_text_by_hand():
+    assert st.teacher_text(478, 356) == "8+6+0=14 7+5+1=13 4+3+1=8 >834"
+    assert st.teacher_text(478, 356, working=False) == ">834"
+    assert st.teacher_text(5, 95) == "5+5+0=10 0+9+1=10 >100"
+
+
+def test_keep_by_hand():
+    prompts, answers, a, b = ["478+356:", "12+3:"], ["834", "15"], [478, 12], [356, 3]
+    texts = ["8+6+0=14 >834", ">835", ">15", "2+3+0=5 >16"]   # k=2: two of each prompt, in order
+    assert st.keep("closed", prompts, texts, answers, a, b, 2) == list(zip(
+        ["478+356:", "478+356:", "12+3:", "12+3:"], texts))
+    # the second prompt's first sample is right: a filter that reads answers[i] rather than answers[i // k] fails
+    assert st.keep("verified", prompts, texts, answers, a, b, 2) == [("478+356:", "8+6+0=14 >834"), ("12+3:", ">15")]
+    assert st.keep("teacher", prompts, texts, answers, a, b, 2) == [
+        ("478+356:", "8+6+0=14 7+5+1=13 4+3+1=8 >834")] * 2 + [("12+3:", "2+3+0=5 1+0+0=1 >15")] * 2
+    assert st.keep("teacher_answer", prompts, texts, answers, a, b, 2) == [("478+356:", ">834")] * 2 + \
+        [("12+3:", ">15")] * 2
+    assert st.keep("verified", prompts, [">1", ">2", ">3", ">4"], answers, a, b, 2) == []
+    with pytest.raises(ValueError, match="grpo keeps nothing"):
+        st.keep("grpo", prompts, texts, answers, a, b, 2)
+    with pytest.raises(ValueError, match="k completions a prompt"):
+        st.keep("closed", prompts, texts[:3], answers, a, b, 2)
+
+
+def test_config_keeps_the_budgets_equal():
+    assert st.SelfTrainConfig(n_prompts=8, k=4, steps=2, batch_size=16).steps == 2
+    with pytest.raises(ValueError, match="must equal steps \\* batch_size"):
+        st.SelfTrainConfig(n_prompts=8, k=4, steps=3, batch_size=16)
+    with pytest.raises(ValueError, match="divisible by k"):
+        st.SelfTrainConfig(n_prompts=6, k=4, steps=4, batch_size=6)
+    with pytest.raises(ValueError, match="lr"):
+        st.SelfTrainConfig(lr=0)
+
+
+def test_pretrain_batch_by_hand():
+    tok = char_tokenizer("0123456789+=>: ", max_length=32)
+    ids, labels, mask = pretrain_batch(tok, [("1+2:", ">3"), ("12+3:", ">15")])
+    assert ids.shape == labels.shape == mask.shape == (2, 5 + 3 + 1)
+    assert mask[0].tolist() == [1] * 7 + [0, 0] and mask[1].tolist() == [1] * 9
+    want = tok(">3", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    assert labels[0].tolist() == [-100] * 4 + want + [-100, -100]
+
+
+def test_fine_tune_learns_is_seeded_and_refuses_bad_pairs(tiny):
+    import copy
+    model, tok = tiny
+    pairs = [("12+3:", ">15"), ("478+356:", ">834"), ("5+5:", ">10")]
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    la = fine_tune(a, tok, pairs, steps=30, batch_size=4, lr=3e-3, seed=1)
+    lb = fine_tune(b, tok, pairs, steps=30, batch_size=4, lr=3e-3, seed=1)
+    assert la == lb and len(la) == 30 and la[-1] < la[0] / 2
+    assert fine_tune(copy.deepcopy(model), tok, [], steps=5) == []
+    assert fine_tune(copy.deepcopy(model), tok, pairs, steps=0) == []
+    with pytest.raises(ValueError, match="pairs must be"):
+        fine_tune(copy.deepcopy(model), tok, ["12+3:>15"], steps=1)
+    with pytest.raises(ValueError, match="steps"):
+        fine_tune(copy.deepcopy(model), tok, pairs, steps=-1)
+
+
+def test_generation_metrics_by_hand(tiny, monkeypatch):
+    texts = ["2+3+0=5 >5", "2+3+0=5 >5", ">5", "xx",         # problem 1: 3 distinct texts, 2 answers (5, None)
+             ">7", ">7", ">7", ">7"]                        # problem 2: one text
+    monkeypatch.setattr(st, "evaluate", lambda *a, **k: {"pass@1": 0.25, "pass@4": 0.5, "entropy": 0.3,
+                                                          "texts": texts})
+    rows = ROWS.select(range(2))
+    m = st.generation_metrics(*tiny, rows, k=4)
+    lengths = torch.tensor([len(t) for t in texts], dtype=torch.float64)
+    assert m["distinct"] == (3 + 1) / 2 and m["distinct_answers"] == (2 + 1) / 2
+    assert m["mode_share"] == (2 / 4 + 4 / 4) / 2 and m["well_formed"] == 2 / 8  # '>5' alone: no steps
+    assert m["length"] == pytest.approx(lengths.mean().item())
+    assert m["length_std"] == pytest.approx(lengths.std(unbiased=False).item())
+    assert (m["pass@1"], m["pass@4"], m["entropy"]) == (0.25, 0.5, 0.3)
+
+
+@pytest.mark.parametrize("how", st.WAYS)
+def test_self_train_runs_each_way_seeded(tiny, how):
+    model, tok = tiny
+    cfg = st.SelfTrainConfig(generations=2, n_prompts=2, k=2, steps=1, batch_size=4, max_new_tokens=12, eval_k=2,
+                             eval_n=2, lr=1e-3)
+    before = [p.clone() for p in model.parameters()]
+    r1 = st.self_train(model, tok, ROWS, ROWS, how, cfg, progress=False)
+    r2 = st.self_train(model, tok, ROWS, ROWS, how, cfg, progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(before, model.parameters()))   # the base is not touched
+    assert [h["generation"] for h in r1["history"]] == [0, 1, 2]
+    strip = lambda h: [{k: v for k, v in x.items() if k != "seconds"} for x in h]  # noqa: E731
+    assert strip(r1["history"]) == strip(r2["history"])
+    kept = [h["kept"] for h in r1["history"][1:]]
+    if how in ("closed", "grpo", "teacher", "teacher_answer"):
+        assert kept == [4, 4]
+    else:
+        assert all(0 <= x <= 4 for x in kept)
+    changed = any(not torch.equal(p, q) for p, q in zip(model.parameters(), r1["model"].parameters()))
+    assert changed or how in ("verified", "grpo")  # a random model is never right: nothing kept, no advantage
+
+
+def test_self_train_refuses_bad_arguments(tiny):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="how="):
+        st.self_train(model, tok, ROWS, ROWS, "star")
+    with pytest.raises(ValueError, match="SelfTrainConfig"):
+        st.self_train(model, tok, ROWS, ROWS, "closed", cfg={"generations": 2})
+    with pytest.raises(ValueError, match="base"):
+        st.self_train(tok, model, ROWS, ROWS, "closed")

@@ -1,0 +1,49 @@
+"""What a calculator episode did (Lab 09), measured on held-out scratchpad rows: how often the policy called, and
+where an episode went wrong, the call or the copy back (utils.tasks.tools)."""
+import numpy as np
+
+from utils import checks
+from utils.eval.metrics import evaluate
+from utils.eval.traces import rows_of
+from utils.models.policy import fits
+from utils.tasks.tools import ERROR, Calculator, parse_episode
+from utils.verifiers.tools import tool_echo_reward
+from utils.verifiers.traces import outcome_reward
+
+
+def episode_metrics(model, tokenizer, rows, k=4, tool=True, seed=0, max_new_tokens=64, max_calls=2):
+    """k samples of each of `rows` (prompt, answer, a, b), with a fresh Calculator (max_calls) per batch when
+    tool=True, else none. Returns a dict:
+
+    pass@1, pass@k   the outcome: the answer after the last '>' is the problem's
+    echo             the gameable check's mean (tool_echo_reward: the answer repeats the last reply)
+    called           the share of samples with at least one call and its reply (without a tool, the reply is
+                     what the policy wrote itself)
+    operand_slip     the share of samples whose first call is not the problem's sum (an operand miscopied, or the
+                     operands swapped: both give the same sum, so a swap is not a slip here)
+    reply_slip       the share of samples with a call whose answer is not its last reply
+    error            the share of samples with a call answered ERROR
+    """
+    where = "episode_metrics"
+    checks.model(where, "model", model)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    rows_of(where, rows, ("prompt", "answer", "a", "b"))
+    k = checks.number(where, "k", k, lo=1, hi=10_000, integer=True)
+    max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, hi=100_000, integer=True)
+    fits(where, "rows['prompt']", model, tokenizer, list(rows["prompt"]), max_new_tokens)
+    checks.flag(where, "tool", tool)
+    max_calls = checks.number(where, "max_calls", max_calls, lo=0, hi=100, integer=True)
+    env_fn = (lambda n: Calculator(tokenizer, n, max_calls)) if tool else None
+    ev = evaluate(model, tokenizer, list(rows["prompt"]), list(rows["answer"]), k=k, seed=seed,
+                  max_new_tokens=max_new_tokens, reward_fn=outcome_reward, env_fn=env_fn)
+    texts = ev["texts"]
+    sums = [str(int(a) + int(b)) for a, b in zip(rows["a"], rows["b"]) for _ in range(k)]
+    eps = [parse_episode(t) or {"calls": [], "answer": None} for t in texts]
+    called = [bool(e["calls"]) for e in eps]
+    out = {"pass@1": ev["pass@1"], "echo": float(np.mean(tool_echo_reward(texts))), "called": float(np.mean(called)),
+           "operand_slip": float(np.mean([c and e["calls"][0][1] != s for c, e, s in zip(called, eps, sums)])),
+           "reply_slip": float(np.mean([c and e["answer"] != e["calls"][-1][1] for c, e in zip(called, eps)])),
+           "error": float(np.mean([any(r == ERROR for _, r in e["calls"]) for e in eps]))}
+    if k > 1:
+        out[f"pass@{k}"] = ev[f"pass@{k}"]
+    return out
