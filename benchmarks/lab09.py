@@ -1,7 +1,8 @@
 """Lab 09's benchmark (issue 38): what you verify. Two parts, seeds 0-2 each:
 
-    python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~15 min on 2 cores
-    python benchmarks/lab09.py --part tool --jobs 2 --threads 1          # ~15 min on 2 cores
+    python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~19 min on 2 cores
+    python benchmarks/lab09.py --part tool --jobs 2 --threads 1          # ~8 min on 2 cores
+    python benchmarks/lab09.py --part verifier-size --jobs 2 --threads 1 # ~10 min on 2 cores
     python benchmarks/lab09.py --part tool --seeds 0 --steps 4           # a quick look (not written)
 
 generations: a closed loop against verified ones (utils.rl.selftrain). From the trace model, GENERATIONS.generations
@@ -20,10 +21,18 @@ GRPO without one from the trace model (the matched control: the same steps, batc
                     copied the wrong sum back is paid as if it were right
     no tool         the trace model, no calculator, outcome_reward
 
+verifier-size: a small model with a better verifier against a larger one with a worse verifier, at equal compute
+(FLOPs: utils.models.cost.step_flops, whose per-token cost is proportional to the parameters). The small model is
+the trace model (gpt2-4x128, 0.81 M parameters) with SIZE_STEPS GRPO steps; the large is Lab 07's gpt2-6x192
+(2.70 M), with the steps that cost the same FLOPs. The worse verifier is the outcome verifier wrong on a share q of
+its verdicts (utils.verifiers.spurious.noisy_reward: each verdict flipped with probability q), q in SIZE_CONDITIONS.
+Each run is judged at the end on the whole test split, 4 samples a problem, with the exact verifier.
+
 Measured at the end, with the condition's calculator (or none): the test split's pass@1 (600 problems, 4 samples),
 the 5-digit ood split's pass@1 and pass@32 (300 problems, 32 samples: problems no model here solves alone), the
-episodes' tool numbers (calls, miscopied operands, miscopied replies) and, for the gameable run, its own reward's
-mean beside the truth. Writes benchmarks/results/lab09.json (each part its own key) and prints a table.
+episodes' tool numbers (calls, miscopied operands, miscopied replies); each step records what the run was paid
+(reward_mean) and the share of right answers (truth). Writes benchmarks/results/lab09.json (each part its own key)
+and prints a table.
 """
 import argparse
 import json
@@ -42,6 +51,11 @@ GENERATIONS = dict(generations=10, n_prompts=64, k=8, steps=8, batch_size=64, lr
 TOOL_CONFIG = dict(steps=60, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
                    eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, track_kl=False)
 TOOL_CONDITIONS = ("tool", "tool, gameable", "no tool")
+SIZE_CONFIG = dict(TOOL_CONFIG)
+SIZE_STEPS = 90                     # the small model's steps; the large model's are set by FLOPs (size_steps)
+SIZES = {"small": "gpt2-4x128", "large": "gpt2-6x192"}
+SIZE_CONDITIONS = {"small, exact": ("small", 0.0), "small, q=0.2": ("small", 0.2), "large, exact": ("large", 0.0),
+                   "large, q=0.1": ("large", 0.1), "large, q=0.2": ("large", 0.2), "large, q=0.3": ("large", 0.3)}
 TEST_K, OOD_K = 4, 32
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "lab09.json")
 
@@ -77,8 +91,13 @@ def tool_run(condition, seed, steps):
     columns = {"a": list(train["a"]), "b": list(train["b"])}
     rollout = ToolRollout(columns=columns) if tool else GroupRollout(columns=columns)
     reward = tool_echo_reward if condition == "tool, gameable" else outcome_reward
+    truth = []   # each step's share of right answers, whatever the run is paid by
+
+    def paid(completions, answer=None, **kw):
+        truth.append(float(sum(outcome_reward(completions, answer)) / len(completions)))
+        return reward(completions, answer=answer, **kw)
     t = time.time()
-    hist = train_grpo(model, tok, train["prompt"], train["answer"], reward, cfg, rollout=rollout, progress=False,
+    hist = train_grpo(model, tok, train["prompt"], train["answer"], paid, cfg, rollout=rollout, progress=False,
                       correct_fn=outcome_reward)
     seconds = time.time() - t
     final = {split: episode_metrics(model, tok, scratchpad.load_split(split), k=k, tool=tool, seed=0,
@@ -87,7 +106,37 @@ def tool_run(condition, seed, steps):
     keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac",
             "tool_cut_frac")
     return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1), "final": final,
-            "history": [{x: h.get(x) for x in keep if x in h} for h in hist]}
+            "history": [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)]}
+
+
+def size_steps(steps_small):
+    """{size: steps} at equal FLOPs: the large model gets steps_small x the small model's FLOPs per step over its
+    own (the same batch and lengths: step_flops is proportional to the parameters), rounded."""
+    from utils.models.cost import step_flops
+    from utils.models.policy import load_policy
+
+    flops = {size: step_flops(load_policy(name)[0], SIZE_CONFIG["batch_size"], 9, 30) for size, name in SIZES.items()}
+    return {"small": steps_small, "large": round(steps_small * flops["small"] / flops["large"])}, flops
+
+
+def size_run(condition, seed, steps):
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.runs.traces import train_on_traces
+    from utils.tasks import scratchpad
+    from utils.verifiers.spurious import noisy_reward
+    from utils.verifiers.traces import outcome_reward
+
+    setup(seed, quiet=True)
+    size, q = SIZE_CONDITIONS[condition]
+    base, tok = load_policy(SIZES[size])
+    cfg = GRPOConfig(**dict(SIZE_CONFIG, steps=steps[size], seed=seed))
+    r = train_on_traces(base, tok, noisy_reward(outcome_reward, q, seed=seed), cfg, scratchpad.load_split("train"),
+                        scratchpad.load_split("test"), eval_k=TEST_K, progress=False)
+    return {"condition": condition, "size": size, "q": q, "seed": seed, "steps": steps[size],
+            "seconds": round(r["seconds"], 1), "final": r["final"],
+            "history": [{k: h.get(k) for k in ("step", "reward_mean", "completion_len", "entropy")}
+                        for h in r["history"]]}
 
 
 def base_tool_numbers():
@@ -116,7 +165,7 @@ def write(part, payload):
 
 def main():
     ap = run_options(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
-    ap.add_argument("--part", choices=("generations", "tool"), required=True)
+    ap.add_argument("--part", choices=("generations", "tool", "verifier-size"), required=True)
     args = ap.parse_args()
     setup(0, quiet=True)
     if args.part == "generations":
@@ -132,6 +181,27 @@ def main():
                 + f"  ({r['seconds']:.0f} s)", flush=True)
         payload = {"config": GENERATIONS, "seeds": args.seeds, "runs": runs}
         full = steps == GENERATIONS["generations"] and not args.conditions
+    elif args.part == "verifier-size":
+        from utils.eval.traces import trace_metrics
+        from utils.models.policy import load_policy
+        from utils.tasks import scratchpad
+
+        steps, flops = size_steps(args.steps or SIZE_STEPS)
+        base = {}
+        for size, name in SIZES.items():
+            m, tok = load_policy(name)
+            base[size] = trace_metrics(m, tok, scratchpad.load_split("test"), k=TEST_K,
+                                       max_new_tokens=SIZE_CONFIG["max_new_tokens"])
+            print(f"{size} ({name}): {steps[size]} steps, {flops[size]:.3g} FLOPs a step, test pass@1 "
+                  f"{base[size]['pass@1']:.3f}", flush=True)
+        conditions = args.conditions or list(SIZE_CONDITIONS)
+        runs = run_all(size_run, [(c, s, steps) for c in conditions for s in args.seeds], args.jobs, args.threads)
+        for r in runs:
+            print(f"{r['condition']:13s} seed {r['seed']}: test pass@1 {r['final']['pass@1']:.3f}  "
+                  f"({r['steps']} steps, {r['seconds']:.0f} s)", flush=True)
+        payload = {"config": SIZE_CONFIG, "sizes": SIZES, "steps": steps, "flops_per_step": flops, "test_k": TEST_K,
+                   "seeds": args.seeds, "base": base, "runs": runs}
+        full = args.steps in (None, SIZE_STEPS) and not args.conditions
     else:
         steps = args.steps or TOOL_CONFIG["steps"]
         conditions = args.conditions or list(TOOL_CONDITIONS)

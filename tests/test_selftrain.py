@@ -125,3 +125,23 @@ def test_self_train_refuses_bad_arguments(tiny):
         st.self_train(model, tok, ROWS, ROWS, "closed", cfg={"generations": 2})
     with pytest.raises(ValueError, match="base"):
         st.self_train(tok, model, ROWS, ROWS, "closed")
+
+
+def test_noisy_reward_flips_at_its_rate_seeded():
+    import numpy as np
+
+    from utils.verifiers.spurious import noisy_reward
+    from utils.verifiers.traces import outcome_reward
+    texts, answers = [">5", ">6"] * 5000, ["5"] * 10000            # the exact verifier: 1, 0, 1, 0, ...
+    exact = np.array(outcome_reward(texts, answers))
+    assert noisy_reward(outcome_reward, 0.0)(texts, answers) == exact.tolist()
+    assert noisy_reward(outcome_reward, 1.0)(texts, answers) == (1 - exact).tolist()
+    got = np.array(noisy_reward(outcome_reward, 0.3, seed=4)(texts, answers))
+    assert abs((got != exact).mean() - 0.3) < 0.02
+    assert abs((got[exact == 1] == 0).mean() - 0.3) < 0.03 and abs((got[exact == 0] == 1).mean() - 0.3) < 0.03
+    assert got.tolist() == noisy_reward(outcome_reward, 0.3, seed=4)(texts, answers)   # seeded
+    assert "q=0.30" in noisy_reward(outcome_reward, 0.3).__name__
+    with pytest.raises(ValueError, match="q"):
+        noisy_reward(outcome_reward, 1.5)
+    with pytest.raises(ValueError, match="reward_fn"):
+        noisy_reward("outcome", 0.1)

@@ -1,5 +1,6 @@
 """Rewards that carry no information about the answer, for the random-reward control (Lab 03):
-a rate-matched coin flip and a reward for being wrong. Spurious rewards: arXiv 2506.10947.
+a rate-matched coin flip and a reward for being wrong (spurious rewards: arXiv 2506.10947); and a verifier made
+wrong on a share of its verdicts (noisy_reward, Lab 09).
 Same signature as every verifier (signature.py)."""
 import numpy as np
 
@@ -25,3 +26,19 @@ def random_reward(p, seed=0):
 def wrong_answer_reward(completions, answer, **kwargs):
     """Spurious: pays 1.0 for every answer the strict verifier rejects (arXiv 2506.10947's 'incorrect' reward)."""
     return [1.0 - r for r in strict_reward(completions, answer)]
+
+
+def noisy_reward(reward_fn, q, seed=0):
+    """reward_fn (a 0/1 verifier in the shared signature) wrong on a share q of the completions: each score is
+    flipped (1 - score) with probability q, independently and seeded, like a judge with error rate q (Lab 09's
+    worse verifier). q=0 is reward_fn itself; q=0.5 carries no information."""
+    checks.function("noisy_reward", "reward_fn", reward_fn)
+    q = checks.number("noisy_reward", "q", q, lo=0, hi=1)
+    rng = np.random.default_rng(checks.number("noisy_reward", "seed", seed, lo=0, integer=True))
+
+    def reward(completions, *args, **kwargs):
+        scores = reward_fn(completions, *args, **kwargs)
+        flip = rng.random(len(scores)) < q
+        return [1.0 - s if f else s for s, f in zip(scores, flip)]
+    reward.__name__ = f"noisy_reward({getattr(reward_fn, '__name__', 'reward')}, q={q:.2f})"
+    return reward

@@ -44,14 +44,14 @@ def check_verified_pairs(fn):
     return fn
 
 
-# (what the case tests, segments, max_len, pad_id); ids: 1-9 the policy's, 20-29 the calculator's, 0 EOS
+# (what the case tests, segments, max_len, pad_id); ids: 1-9 the policy's, 20-29 the calculator's, 0 EOS, 99 padding
 EPISODE_CASES = [
     ("a call, the calculator's answer, the policy's answer and its EOS", [("policy", [1, 2, 3]), ("env", [21, 22]),
-                                                                         ("policy", [4, 5, 0])], 10, 7),
+                                                                         ("policy", [4, 5, 0])], 10, 99),
     ("a runaway episode cut by the cap: the EOS is the environment's, so it carries no loss",
-     [("policy", [1, 2]), ("env", [21]), ("policy", [3, 4]), ("env", [0])], 8, 7),
-    ("no call at all (a trace): every token the policy's", [("policy", [1, 2, 3, 0])], 5, 7),
-    ("longer than max_len: cut at max_len", [("policy", [1, 2]), ("env", [21, 22, 23]), ("policy", [4, 0])], 4, 7),
+     [("policy", [1, 2]), ("env", [21]), ("policy", [3, 4]), ("env", [0])], 8, 99),
+    ("no call at all (a trace): every token the policy's", [("policy", [1, 2, 3, 0])], 5, 99),
+    ("longer than max_len: cut at max_len", [("policy", [1, 2]), ("env", [21, 22, 23]), ("policy", [4, 0])], 4, 99),
 ]
 
 
