@@ -127,3 +127,19 @@ def test_settings_follow_the_model(tmp_path):
     assert to_trl_config(GRPOConfig(**fields), str(tmp_path)).bf16 is False
     with pytest.raises(ValueError, match="bf16=True needs a GPU with bfloat16"):
         to_trl_config(GRPOConfig(**fields), str(tmp_path), use_cpu=True, bf16=True)
+
+
+def test_lab09_rows_name_what_trl_has():
+    """The tool rows (Lab 09) name a trl.GRPOConfig field, a GRPOTrainer argument and the trainer's own mask that
+    the installed TRL has (tests/test_trl_tools.py checks what they do on a scripted episode)."""
+    import inspect
+
+    import trl
+
+    rows = {r["ours"]: r for r in KNOB_MAP if r["lab"] == "09"}
+    assert len(rows) == 5 and all(r["note"] for r in rows.values())
+    assert rows["ToolRollout(max_calls=)"]["trl"] in {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    params = inspect.signature(trl.GRPOTrainer.__init__).parameters
+    assert "environment_factory" in params and "tools" in params
+    assert "tool_mask" in inspect.getsource(trl.GRPOTrainer._generate_and_score_completions)
+    assert "get_reward" in inspect.getsource(trl.GRPOTrainer.__init__)

@@ -48,7 +48,7 @@ from utils.eval import traces as trace_eval
 from utils.models import cost, memory
 from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
-from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_trainer
+from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, scratchpad, tools
 from utils.verifiers import arithmetic as verifiers
@@ -116,6 +116,11 @@ CASES = {
                                 lambda r: r.shape == (2, 2) and torch.isfinite(r).all()),
     "scratchpad.with_check": (scratchpad.with_check, dict(text="8+6+0=14 >14"),
                               lambda r: r == "8+6+0=14 8+6+0=14 >14"),
+    "trl_tools.tool_tokenizer": (trl_tools.tool_tokenizer, dict(max_length=64),
+                                 lambda r: r.chat_template and r.response_template and "?" in r.get_vocab()),
+    "trl_tools.our_segments": (trl_tools.our_segments, dict(
+        tokenizer=trl_tools.tool_tokenizer(), prompt="1+2:", script={"1+2:": "?1+2=", "1+2:?1+2=3 ": ">3"},
+        max_calls=2), lambda r: isinstance(r, list) and all(w in ("policy", "env") for w, _ in r)),
     "tools.calculate": (tools.calculate, dict(expr="478+356"), lambda r: isinstance(r, str) and r),
     "tools.parse_episode": (tools.parse_episode, dict(text="?1+2=3 >3"), lambda r: r is None or isinstance(r, dict)),
     "tools.episode_tensors": (tools.episode_tensors, dict(segments=[("policy", [1, 2]), ("env", [3])], max_len=4,

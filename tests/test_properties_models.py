@@ -40,6 +40,7 @@ from utils.rl import breaks, rollout, selftrain, staleness
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
 from utils.rl.rollout import GroupRollout
+from utils.rl.trl_tools import scripted_episodes
 from utils.rl.trl_trainer import to_trl_config, train_with_trl
 from utils.runs.control import run_condition
 from utils.runs.traces import train_on_traces
@@ -318,6 +319,9 @@ FEW_CASES = {
     "widgets.episode_stepper": (widgets.episode_stepper, dict(model="MODEL", tokenizer="TOK", default_problem="1+1",
                                                               k=2, tool=False, max_new_tokens=8),
                                 lambda r, kw: r is not None),
+    "trl_tools.scripted_episodes": (scripted_episodes, dict(
+        episodes={"1+2:": ("3", {"1+2:": "?1+2=", "1+2:?1+2=3 ": ">3"})}, max_calls=1, group_size=2, seed=0),
+        lambda r, kw: set(r[1]) == set(kw["episodes"]) and all(len(v[1]) == kw["group_size"] for v in r[1].values())),
     "traces.train_on_traces": (train_on_traces, dict(base="MODEL", tokenizer="TOK", reward_fn=outcome_reward,
                                                      cfg=_cfg(max_new_tokens=24), train=ROWS, test=ROWS, eval_k=1,
                                                      progress=False, pools=None),

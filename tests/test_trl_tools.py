@@ -1,95 +1,37 @@
-"""The calculator episode through TRL's multi-turn path (GRPOTrainer(environment_factory=...), issue 38 item 4, in
-progress): one scripted episode, and TRL and our loop agree on which tokens carry loss and on the reward.
+"""The calculator episode through TRL's multi-turn path (GRPOTrainer(environment_factory=...), Lab 09): scripted
+episodes on which TRL and our loop agree on the tokens, on which carry loss and on the reward, and differ, as the
+knob map says, where an episode is cut by the cap.
 
 TRL runs tools from a chat model's tool calls: the tokenizer needs a chat template that renders them and a response
 template that parses them. Ours is character-level with neither, so the test gives it a small template that writes
 a call exactly as our calculator protocol does ('?478+356='). Generation is scripted (the policy's tokens are
-given), so the test checks TRL's bookkeeping, not a model. TRL needs transformers >= 5.2 for environment_factory;
-below 5.13 it parses with a legacy schema this test does not cover, so it is skipped there (the lowest allowed
-transformers, 5.0, among them: raising that floor is the open half of item 4)."""
-import os
-
+given), so the test checks TRL's bookkeeping, not a model. It runs at the lock's TRL and at the lowest allowed
+(requirements.txt: trl 1.10 and transformers 5.13, the first that parse tool calls with a response template and
+need no jmespath); the skip below is for an environment outside those ranges."""
 import pytest
-import torch
 import transformers
 from packaging.version import Version
 
-from utils.models.policy import char_tokenizer
-from utils.runs.build_base_model import make_model
-from utils.tasks.tools import ALPHABET, Calculator, calculate, episode_tensors
+from utils.rl.trl_tools import our_segments, scripted_episodes
+from utils.tasks.tools import Calculator, calculate, episode_tensors
 from utils.verifiers.tools import tool_echo_reward
 from utils.verifiers.traces import outcome_reward
 
 pytestmark = pytest.mark.skipif(Version(transformers.__version__) < Version("5.13"),
                                 reason="TRL's environment_factory with a response template needs transformers >= 5.13")
 
-TEMPLATE = (
-    "{%- for m in messages -%}{%- if m.role == 'user' -%}{{ m.content }}"
-    "{%- elif m.role == 'assistant' -%}{{ m.content or '' }}"
-    "{%- for tc in m.tool_calls or [] -%}{%- set f = tc.function -%}{{ '?' }}"
-    "{%- if f.name != 'calculate' -%}{{ f.name ~ ':' }}{%- endif -%}"
-    "{%- for k, v in f.arguments.items() -%}{%- if k != 'expr' -%}{{ k ~ ':' }}{%- endif -%}{{ v }}{%- endfor -%}"
-    "{{ '=' }}{%- endfor -%}{%- if not m.tool_calls -%}{{ eos_token }}{%- endif -%}"
-    "{%- elif m.role == 'tool' -%}{{ m.content ~ ' ' }}{%- endif -%}{%- endfor -%}")
-RESPONSE = {"defaults": {"role": "assistant"}, "start_anchor_pattern": r"[: ]",
-            "fields": {"tool_calls": {"open": "?", "close": "=", "repeats": True, "content": "text",
-                                      "transform": {"type": "function", "function": {
-                                          "name": "calculate", "arguments": {"expr": "{content}"}}}},
-                       "content": {"close_pattern": r"<eos>", "content": "text"}}}
-
-
-class CalculatorEnv:
-    """The calculator as TRL's environment: reset per row, one tool, and the reward it owns (the last reply is the
-    problem's answer: what got done, not what the text says)."""
-
-    def reset(self, **row):
-        self.answer, self.replies = row["answer"], []
-
-    def calculate(self, expr: str) -> str:
-        """Add or subtract two numbers.
-
-        Args:
-            expr: two numbers joined by + or -, e.g. 478+356
-        """
-        self.replies.append(calculate(expr))
-        return self.replies[-1]
-
-    def get_reward(self) -> float:
-        return float(bool(self.replies) and self.replies[-1] == self.answer)
+EPISODES = {
+    "478+356:": ("834", {"478+356:": "?478+356=", "478+356:?478+356=834 ": ">834"}),
+    "12+3:": ("15", {"12+3:": "?12+4=", "12+3:?12+4=16 ": ">16"}),                 # miscopies an operand
+    "5+5:": ("10", {"5+5:": "?5+5=", "5+5:?5+5=10 ": "?5+5=", "5+5:?5+5=10 ?5+5=10 ": "?5+5="}),  # a runaway
+}
 
 
 @pytest.fixture(scope="module")
-def trl_run(tmp_path_factory):
-    """(tokenizer, {prompt: TRL's output dict and rewards}) for two scripted episodes: a right one and one whose call
-    miscopies an operand (its echo is paid, its truth is not)."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    tok = char_tokenizer(ALPHABET, max_length=64)
-    tok.chat_template, tok.response_template = TEMPLATE, RESPONSE
-    torch.manual_seed(0)
-    model = make_model("gpt2", dict(n_layer=1, n_embd=32, n_head=2), tok, 64)
-    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-    script = {"478+356:": "?478+356=", "478+356:?478+356=834 ": ">834",
-              "12+3:": "?12+4=", "12+3:?12+4=16 ": ">16"}
-    out = {}
-    for prompt, answer in (("478+356:", "834"), ("12+3:", "15")):
-        rows = [{"prompt": [{"role": "user", "content": prompt}], "answer": answer}] * 2
-        cfg = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("trl")), use_cpu=True, num_generations=2,
-                         per_device_train_batch_size=2, max_completion_length=32, beta=0.0,
-                         max_tool_calling_iterations=2, report_to="none", max_steps=1, save_strategy="no")
-        trainer = GRPOTrainer(model=model, processing_class=tok, args=cfg, train_dataset=Dataset.from_list(rows),
-                              environment_factory=CalculatorEnv)
-
-        def scripted(prompt_ids, *args, **kwargs):   # the policy's turns, as token ids (no model sampling)
-            texts = [script[tok.decode(p, skip_special_tokens=False)] for p in prompt_ids]
-            return [enc(t) + ([tok.eos_token_id] if t.startswith(">") else []) for t in texts], None
-        trainer._generate_single_turn = scripted
-        trainer.model.train()
-        res = trainer._generate_and_score_completions(rows)
-        out[prompt] = (res, list(trainer._logs["rewards"]["CalculatorEnv"]))
-    return tok, out
+def trl_run():
+    """(tokenizer, {prompt: TRL's output dict and rewards}) for three scripted episodes: a right one, one whose call
+    miscopies an operand (its echo is paid, its truth is not), and one that calls past the cap of two."""
+    return scripted_episodes(EPISODES, max_calls=2)
 
 
 @pytest.mark.parametrize("prompt, call, answer", [("478+356:", "?478+356=", "834"), ("12+3:", "?12+4=", "15")])
@@ -113,3 +55,46 @@ def test_trl_and_our_loop_agree_on_an_episode(trl_run, prompt, call, answer):
     ours = outcome_reward([text], [answer])[0]
     assert trl_rewards == [ours, ours] == ([1.0, 1.0] if prompt == "478+356:" else [0.0, 0.0])
     assert tool_echo_reward([text]) == [1.0]                           # the echo check pays both: it reads the text
+
+
+def test_the_cap_cuts_both_but_differently(trl_run):
+    """A runaway episode (a third call with a cap of two): both stop answering after two calls, and the policy's
+    tokens carry the loss in both. They differ in how the episode ends and what it is paid, as the knob map says:
+    TRL ends at the unanswered call with no EOS (a truncated completion), ours appends the calculator's EOS (an
+    environment token, no loss) and marks the row cut; TRL's environment-owned reward reads the environment's
+    state (the sum was done: 1), our outcome check reads the text (no answer written: 0)."""
+    tok, out = trl_run
+    res, trl_rewards = out["5+5:"]
+    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    env = Calculator(tok, n_rows=1, max_calls=2)
+    segments = []
+    for _ in range(3):
+        segments.append(("policy", enc("?5+5=")))
+        segments.append(("env", env(0, [t for _, seg in segments for t in seg])))
+    assert segments[-1] == ("env", [tok.eos_token_id]) and env.stats()["tool_cut_frac"] == 1.0
+    ids, completion_mask, loss_mask = episode_tensors(segments, 32, tok.pad_token_id)
+    n_ours = int(completion_mask.sum())
+    for i in range(2):
+        n = int(res["completion_mask"][i].sum())
+        assert n == n_ours - 1, "TRL's episode is ours without the closing EOS"
+        assert res["completion_ids"][i, :n].tolist() == ids[:n].tolist()
+        assert tok.decode(res["completion_ids"][i, :n]) == "?5+5=10 ?5+5=10 ?5+5="
+        assert (res["completion_mask"][i] * res["tool_mask"][i])[:n].tolist() == loss_mask[:n].tolist()
+    assert loss_mask[n_ours - 1] == 0 and ids[n_ours - 1] == tok.eos_token_id
+    assert trl_rewards == [1.0, 1.0]
+    assert outcome_reward([tok.decode(ids[:n_ours], skip_special_tokens=True)], ["10"]) == [0.0]
+
+
+def test_our_segments_by_hand(trl_run):
+    """our_segments, the notebook's side of the comparison: the turns and the calculator's replies in order, a
+    cut's EOS as the environment's, and a script with a missing turn refused by name."""
+    tok, _ = trl_run
+    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    eos = tok.eos_token_id
+    assert our_segments(tok, "478+356:", EPISODES["478+356:"][1]) == [
+        ("policy", enc("?478+356=")), ("env", enc("834 ")), ("policy", enc(">834") + [eos])]
+    call, reply = ("policy", enc("?5+5=")), ("env", enc("10 "))
+    assert our_segments(tok, "5+5:", EPISODES["5+5:"][1]) == [call, reply, call, reply, call, ("env", [eos])]
+    assert our_segments(tok, "5+5:", EPISODES["5+5:"][1], max_calls=0) == [call, ("env", [eos])]
+    with pytest.raises(ValueError, match="script has no turn after '12\\+3:\\?12\\+4=16 '"):
+        our_segments(tok, "12+3:", {"12+3:": "?12+4="})

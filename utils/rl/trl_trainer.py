@@ -110,6 +110,22 @@ KNOBS = [
     ("VESPO's weight, A >= 0: lambda", "vespo_lambda_pos", "vespo_lambda_pos", "10", lambda c: c.vespo_lambda_pos, ""),
     ("VESPO's weight, A < 0: k", "vespo_k_neg", "vespo_k_neg", "10", lambda c: c.vespo_k_neg, ""),
     ("VESPO's weight, A < 0: lambda", "vespo_lambda_neg", "vespo_lambda_neg", "10", lambda c: c.vespo_lambda_neg, ""),
+    # tools and environments (Lab 09; tests/test_trl_tools.py runs a scripted calculator episode through both)
+    ("an environment per episode", "ToolRollout (a Calculator per batch)", "GRPOTrainer(environment_factory=)", "09",
+     None, "a class TRL makes one of per generation: reset(**row) each episode, its public methods the tools "
+     "(described to the model from their docstrings); GRPOTrainer(tools=) takes plain functions instead"),
+    ("how a call is written", "the calculator protocol ('?478+356=')", "chat template + response template", "09",
+     None, "ours: characters the model learnt in pre-training; TRL: the chat template renders tool calls and the "
+     "tokenizer's response template parses them (transformers >= 5.13)"),
+    ("the environment's tokens carry no loss", "episode_tensors / ro.loss_mask", "tool_mask (the trainer's)", "09",
+     None, "TRL trains on completion_mask x tool_mask: the same tokens as ours on a scripted episode"),
+    ("the environment owns the reward", "reward_fn reading the episode's text", "environment's get_reward()", "09",
+     None, "TRL adds get_reward as a reward function named after the class; it reads the environment's state, "
+     "not the text, so a cut episode whose sum was done is paid there and not by our outcome check"),
+    ("a cap on tool calls", "ToolRollout(max_calls=)", "max_tool_calling_iterations", "09",
+     None, "TRL counts turns (ours has one call a turn); at the cap TRL stops at the unanswered call "
+     "with no EOS (a truncated completion), ours appends the calculator's EOS and marks the row cut; "
+     "TRL's health numbers: tools/call_frequency, tools/failure_frequency"),
     # off-policy sampling (Lab 10): rollout objects here; in TRL, a vLLM server's settings, so none on the CPU
     ("a sampler some steps behind", "StaleRollout(lag=)", "AsyncGRPOConfig(max_staleness=)", "10", None,
      "TRL's experimental async trainer (a vLLM server samples): a bound on the lag, older rollouts dropped; "
