@@ -51,8 +51,8 @@ from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, scratchpad, tools
+from utils.verifiers import api, attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import arithmetic as verifiers
-from utils.verifiers import attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import chat as chat_verifier
 from utils.verifiers import mix as mix_verifier
 from utils.verifiers import tools as tool_verifiers
@@ -118,6 +118,8 @@ CASES = {
                               lambda r: r == "8+6+0=14 8+6+0=14 >14"),
     "trl_tools.tool_tokenizer": (trl_tools.tool_tokenizer, dict(max_length=64),
                                  lambda r: r.chat_template and r.response_template and "?" in r.get_vocab()),
+    "api.flaky": (api.flaky, dict(score_fn=lambda p, c: [1.0] * len(c), p_fail=0.0, p_slow=0.0, slow_s=0.0, seed=0),
+                  lambda r: r(["1+1="], ["2"]) == [1.0]),
     "trl_tools.our_segments": (trl_tools.our_segments, dict(
         tokenizer=trl_tools.tool_tokenizer(), prompt="1+2:", script={"1+2:": "?1+2=", "1+2:?1+2=3 ": ">3"},
         max_calls=2), lambda r: isinstance(r, list) and all(w in ("policy", "env") for w, _ in r)),

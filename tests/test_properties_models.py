@@ -33,6 +33,7 @@ from tests.test_properties import BAD, NAMED, call_or_named
 from utils.eval import control, metrics
 from utils.eval import tools as tool_eval
 from utils.eval import traces as trace_eval
+from utils.models import judge as judge_model
 from utils.models import policy as pol
 from utils.models import sft
 from utils.notebook import widgets
@@ -204,6 +205,21 @@ CASES = {
                                                           n_prompts=2, seed=0), lambda out, kw: callable(out)),
     "rollout.cast": (rollout.cast, dict(policy="MODEL", dtype="bfloat16"),
                        lambda out, kw: next(out.parameters()).dtype == torch.bfloat16),
+    "judge.make_judge": (judge_model.make_judge, dict(tokenizer="TOK", cfg=judge_model.JudgeConfig(n_layer=1)),
+                         lambda r, kw: isinstance(r, torch.nn.Module) and r.config.num_labels == 1),
+    "judge.judge_probs": (judge_model.judge_probs, dict(judge="JUDGE", tokenizer="TOK", problems=PROMPTS,
+                                                        completions=["46", ""]),
+                          lambda r, kw: len(r) == len(kw["problems"]) and all(0 <= p <= 1 for p in r)),
+    "judge.judge_scorer": (judge_model.judge_scorer, dict(judge="JUDGE", tokenizer="TOK"),
+                           lambda r, kw: len(r(PROMPTS, ANSWERS)) == 2),
+    "judge.judge_accuracy": (judge_model.judge_accuracy, dict(judge="JUDGE", tokenizer="TOK", problems=PROMPTS,
+                                                              completions=ANSWERS, labels=[1, 0], threshold=0.5),
+                             lambda r, kw: 0 <= r["accuracy"] <= 1 and r["n"] == 2),
+    "judge.train_judge": (judge_model.train_judge, dict(
+        tokenizer="TOK", problems=PROMPTS, completions=ANSWERS, labels=[1, 0],
+        cfg=judge_model.JudgeConfig(n_layer=1, n_embd=16, n_head=2, steps=2, batch_size=2), progress=False),
+        lambda r, kw: len(r[1]) == (kw["cfg"] or judge_model.JudgeConfig()).steps and
+        all(_finite(h["loss"]) for h in r[1])),
     "policy.sample": (pol.sample, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, k=2, temperature=1.0,
                                        max_new_tokens=4, generator=None, env=None), _sample_ok),
     "policy.completion_logprobs": (pol.completion_logprobs, dict(
@@ -346,6 +362,8 @@ def _resolve(value, model, ro):
     if not isinstance(value, str):
         return value
     policy, tok = model
+    if value == "JUDGE":
+        return judge_model.make_judge(tok, judge_model.JudgeConfig(n_layer=1, n_embd=16, n_head=2))
     return {"MODEL": policy, "TOK": tok, "MODELS": {"base": policy}, "prompt_ids": ro.prompt_ids,
             "prompt_mask": ro.prompt_mask,
             "completion_ids": ro.completion_ids, "completion_mask": ro.completion_mask,

@@ -1,0 +1,69 @@
+"""utils.models.judge: the learned judge's input, pooling, training and accuracy, against values worked by hand."""
+import pytest
+import torch
+
+from utils.models import judge as jm
+from utils.models.policy import char_tokenizer
+
+TOK = char_tokenizer("0123456789+=", max_length=32)
+SMALL = jm.JudgeConfig(n_layer=1, n_embd=16, n_head=2, steps=150, batch_size=16, lr=3e-3, seed=0)
+
+
+def test_pairs_are_right_padded_and_cut_from_the_left():
+    ids, mask = jm._encode_pairs(TOK, ["1+2=", "12+34="], ["3", "46"], n_positions=6)
+    enc = lambda s: TOK(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert ids[0].tolist() == enc("1+2=3") + [TOK.pad_token_id] and mask[0].tolist() == [1] * 5 + [0]
+    assert ids[1].tolist() == enc("+34=46") and mask[1].tolist() == [1] * 6     # the last 6 of "12+34=46"
+
+
+def test_the_score_is_read_at_the_last_real_token_whatever_the_padding():
+    judge = jm.make_judge(TOK, SMALL).eval()
+    alone = jm.judge_probs(judge, TOK, ["1+2="], ["3"])
+    padded = jm.judge_probs(judge, TOK, ["1+2=", "12+34="], ["3", "4699"])   # the first row is padded by 4
+    assert alone[0] == pytest.approx(padded[0], abs=1e-6)
+
+
+def test_accuracy_and_error_rates_by_hand(monkeypatch):
+    monkeypatch.setattr(jm, "judge_probs", lambda judge, tok, p, c: [0.9, 0.2, 0.6, 0.4])
+    # says right, wrong, right, wrong; truth right, right, wrong, wrong
+    r = jm.judge_accuracy(None, TOK, ["a"] * 4, ["b"] * 4, [1, 1, 0, 0])
+    assert (r["accuracy"], r["false_pos_rate"], r["false_neg_rate"], r["n"]) == (0.5, 0.5, 0.5, 4)
+    r = jm.judge_accuracy(None, TOK, ["a"] * 4, ["b"] * 4, [1, 1, 0, 0], threshold=0.1)   # passes everything
+    assert (r["accuracy"], r["false_pos_rate"], r["false_neg_rate"]) == (0.5, 1.0, 0.0)
+
+
+def _rule_data(n, seed):
+    """Problems 'a+b=' with completions that are the right sum, or wrong: the sum with a 0 written after it (a
+    rule a judge can see without doing the sum). Label 1 iff right."""
+    g = torch.Generator().manual_seed(seed)
+    a, b, off = (torch.randint(0, 10, (n,), generator=g) for _ in range(3))
+    right = off < 5
+    comps = [str(int(x + y)) + ("" if r else "0") for x, y, r in zip(a, b, right)]
+    return [f"{x}+{y}=" for x, y in zip(a.tolist(), b.tolist())], comps, right.float().tolist()
+
+
+def test_a_judge_learns_a_rule_it_can_see_and_the_same_seed_gives_the_same_judge():
+    p, c, y = _rule_data(400, 0)
+    judge, hist = jm.train_judge(TOK, p, c, y, SMALL, progress=False)
+    assert len(hist) == SMALL.steps and hist[-1]["loss"] < hist[0]["loss"]
+    hp, hc, hy = _rule_data(200, 1)
+    assert jm.judge_accuracy(judge, TOK, hp, hc, hy)["accuracy"] > 0.9
+    again, _ = jm.train_judge(TOK, p, c, y, SMALL, progress=False)
+    assert all(torch.equal(u, v) for u, v in zip(judge.state_dict().values(), again.state_dict().values()))
+
+
+def test_the_scorer_is_what_judge_client_asks_for():
+    judge = jm.make_judge(TOK, SMALL)
+    score = jm.judge_scorer(judge, TOK)
+    assert score(["1+2=", "3+4="], ["3", ""]) == jm.judge_probs(judge, TOK, ["1+2=", "3+4="], ["3", ""])
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(labels=[1, 2]), "labels must be 0 or 1"), (dict(labels=[1]), "as long as each other"),
+    (dict(completions="3"), "completions"), (dict(problems=[]), "problems"),
+    (dict(cfg=jm.JudgeConfig(n_embd=10, n_head=4)), "multiple of n_head"), (dict(cfg="big"), "cfg")])
+def test_bad_training_input_is_refused_by_name(kw, match):
+    args = dict(tokenizer=TOK, problems=["1+2=", "3+4="], completions=["3", "8"], labels=[1, 0], cfg=SMALL,
+                progress=False)
+    with pytest.raises(ValueError, match=match):
+        jm.train_judge(**{**args, **kw})

@@ -1,0 +1,187 @@
+"""A learned judge (Lab 11): a small reward model that reads a problem and a completion and returns the
+probability that the completion is right, trained on labelled completions (a rubric's verdicts, with the label
+noise of a real AI judge: RLAIF, Constitutional AI arXiv 2212.08073).
+
+The judge is a GPT-2 with a one-number head (transformers' GPT2ForSequenceClassification, num_labels=1) over the
+policy's own character tokenizer; it reads `problem + completion` and scores the last token (right padding, so
+the head reads the last real token). Trained with binary cross-entropy. judge_scorer makes it a scorer for
+utils.verifiers.api.JudgeClient; judge_probs is the same in one call. Reward-model over-optimisation under RL
+(the proxy climbs while the truth turns down): Gao et al., arXiv 2210.10760; ensembles against it: Coste et al.,
+arXiv 2310.02743.
+"""
+from dataclasses import asdict, dataclass
+
+import torch
+
+from utils import checks
+
+
+@dataclass
+class JudgeConfig:
+    """The judge's size and training: n_layer, n_embd, n_head (GPT-2's), steps of batch_size examples at lr
+    (AdamW, constant), and the seed of its initialisation and batch order. n_positions: the longest
+    problem + completion it reads, in tokens (longer ones are cut to their last n_positions tokens)."""
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 4
+    n_positions: int = 32
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 1e-3
+    seed: int = 0
+
+    def validate(self):
+        w = "JudgeConfig"
+        for name, lo, hi in (("n_layer", 1, 48), ("n_embd", 4, 4096), ("n_head", 1, 64), ("n_positions", 4, 4096),
+                             ("steps", 0, 1_000_000), ("batch_size", 1, 65_536), ("seed", 0, 2**63 - 1)):
+            checks.number(w, name, getattr(self, name), lo=lo, hi=hi, integer=True)
+        checks.number(w, "lr", self.lr, lo=0, hi=1, lo_open=True)
+        if self.n_embd % self.n_head:
+            raise ValueError(f"JudgeConfig: n_embd={self.n_embd} must be a multiple of n_head={self.n_head}")
+        return self
+
+
+def make_judge(tokenizer, cfg=None):
+    """An untrained judge for texts in `tokenizer`'s characters, at cfg's size (JudgeConfig() by default)."""
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    cfg = _cfg("make_judge", cfg)
+    checks.tokenizer("make_judge", "tokenizer", tokenizer)
+    torch.manual_seed(cfg.seed)
+    return GPT2ForSequenceClassification(GPT2Config(
+        vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
+        n_head=cfg.n_head, num_labels=1, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id, activation_function="gelu_pytorch_tanh"))
+
+
+def _encode_pairs(tokenizer, problems, completions, n_positions):
+    """(ids [N, L] long, attention mask [N, L] long) for the texts problem + completion, right-padded, each cut
+    to its last n_positions tokens (L <= n_positions)."""
+    texts = [p + c for p, c in zip(problems, completions)]
+    rows = [tokenizer(t, add_special_tokens=False)["input_ids"][-n_positions:] or [tokenizer.pad_token_id]
+            for t in texts]
+    L = max(map(len, rows))
+    ids = torch.full((len(rows), L), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), L), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)], mask[i, :len(r)] = torch.tensor(r), 1
+    return ids, mask
+
+
+def _judge_logits(judge, tokenizer, problems, completions, batch_size=512):
+    """The judge's logits [N] for the pairs (no gradient), read at each text's last real token."""
+    n_positions = judge.config.n_positions
+    out = []
+    with torch.no_grad():
+        for s in range(0, len(problems), batch_size):
+            ids, mask = _encode_pairs(tokenizer, problems[s:s + batch_size], completions[s:s + batch_size],
+                                     n_positions)
+            out.append(_last_logit(judge, ids, mask))
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def _last_logit(judge, ids, mask):
+    """The head's output at each row's last real token [N] (the model's own pooling needs pad ids after it,
+    which a pad id that is also a real character would break, so it is read here from the mask)."""
+    hidden = judge.transformer(input_ids=ids, attention_mask=mask).last_hidden_state   # [N, L, d]
+    last = mask.sum(1) - 1                                                              # [N]
+    return judge.score(hidden[torch.arange(len(ids)), last]).squeeze(-1)                # [N]
+
+
+def judge_probs(judge, tokenizer, problems, completions):
+    """P(right) per pair, a list of floats in [0, 1]."""
+    where = "judge_probs"
+    checks.model(where, "judge", judge)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    problems = checks.strings(where, "problems", problems)
+    completions = _texts(where, completions)
+    if len(problems) != len(completions):
+        raise ValueError(f"{where}: problems and completions must pair up: {len(problems)} and {len(completions)}")
+    was = judge.training
+    judge.eval()
+    p = torch.sigmoid(_judge_logits(judge, tokenizer, problems, completions)).tolist()
+    judge.train(was)
+    return p
+
+
+def judge_scorer(judge, tokenizer):
+    """score_fn(problems, completions) -> P(right) per pair: the judge as utils.verifiers.api.JudgeClient asks."""
+    checks.model("judge_scorer", "judge", judge)
+    checks.tokenizer("judge_scorer", "tokenizer", tokenizer)
+
+    def score(problems, completions):
+        return judge_probs(judge, tokenizer, problems, completions)
+    score.__name__ = "learned_judge"
+    return score
+
+
+def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=True):
+    """A judge trained from scratch on (problem, completion, label 0/1) triples: cfg.steps steps of
+    cfg.batch_size examples drawn in a seeded order, binary cross-entropy on the logit. Returns (judge in eval
+    mode, history: one dict per step {step, loss})."""
+    from tqdm.auto import tqdm
+
+    where = "train_judge"
+    cfg = _cfg(where, cfg)
+    problems = checks.strings(where, "problems", problems)
+    completions = _texts(where, completions)
+    labels = checks.array(where, "labels", labels, dims=1)
+    if not (len(problems) == len(completions) == len(labels)) or not len(labels):
+        raise ValueError(f"{where}: problems, completions and labels must be as long as each other and not empty: "
+                         f"{len(problems)}, {len(completions)} and {len(labels)}")
+    if not set(labels.tolist()) <= {0.0, 1.0}:
+        raise ValueError(f"{where}: labels must be 0 or 1 (wrong or right), got {sorted(set(labels.tolist()))[:5]}")
+    judge = make_judge(tokenizer, cfg)
+    ids, mask = _encode_pairs(tokenizer, problems, completions, cfg.n_positions)
+    y = torch.tensor(labels, dtype=torch.float32)
+    opt = torch.optim.AdamW(judge.parameters(), lr=cfg.lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(cfg.seed)
+    judge.train()
+    history, order = [], torch.randperm(len(y), generator=g)
+    bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "judge", disable=not progress)
+    for step in bar:
+        s = (step * cfg.batch_size) % len(y)
+        idx = order[s:s + cfg.batch_size]
+        if s + cfg.batch_size >= len(y):
+            order = torch.randperm(len(y), generator=g)
+        logits = _last_logit(judge, ids[idx], mask[idx])
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        history.append({"step": step + 1, "loss": loss.item()})
+    return judge.eval(), history
+
+
+def judge_accuracy(judge, tokenizer, problems, completions, labels, threshold=0.5):
+    """How the judge's verdicts (P(right) >= threshold) meet labels 0/1: {accuracy, false_pos_rate (wrong ones
+    it passes / wrong ones), false_neg_rate (right ones it fails / right ones), n}."""
+    where = "judge_accuracy"
+    labels = checks.array(where, "labels", labels, dims=1).tolist()
+    checks.number(where, "threshold", threshold, lo=0, hi=1)
+    p = judge_probs(judge, tokenizer, problems, completions)
+    if len(p) != len(labels):
+        raise ValueError(f"{where}: labels must be as long as completions: {len(labels)} and {len(p)}")
+    says = [x >= threshold for x in p]
+    wrong = [s for s, lab in zip(says, labels) if lab == 0]
+    right = [s for s, lab in zip(says, labels) if lab == 1]
+    return {"accuracy": sum(s == (lab == 1) for s, lab in zip(says, labels)) / max(len(labels), 1),
+            "false_pos_rate": sum(wrong) / len(wrong) if wrong else float("nan"),
+            "false_neg_rate": sum(not s for s in right) / len(right) if right else float("nan"), "n": len(labels)}
+
+
+def _texts(where, x):
+    """completions as a list of str (an empty one is a completion too: the model stopped at once)."""
+    if isinstance(x, (str, bytes, dict, set)) or not hasattr(x, "__iter__") or \
+            not all(isinstance(t, str) for t in list(x)):
+        raise ValueError(f"{where}: completions must be a list of str, one per problem, got {checks._short(x)}")
+    return list(x)
+
+
+def _cfg(where, cfg):
+    if cfg is None:
+        return JudgeConfig()
+    if not isinstance(cfg, JudgeConfig):
+        raise ValueError(f"{where}: cfg must be a JudgeConfig (or None), got {checks._short(cfg)}")
+    return JudgeConfig(**asdict(cfg)).validate()

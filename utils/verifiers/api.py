@@ -1,0 +1,172 @@
+"""A verifier you call rather than run (Lab 11): a learned judge, an LLM behind an API. It is slow, it costs, and
+it fails, so it goes behind the rules practitioners use for API verifiers (SOURCE_NOTES: cache, time out, fall
+back, watch the cost):
+
+- identical requests are scored once (a cache keyed by the request's text: the problem and the completion);
+- a call that raises, returns the wrong number of scores or a non-finite score, or takes longer than timeout_s
+  is a failure: its requests get the fallback's score (the rule verifier, say) or the stated default;
+- after max_failures failed calls in a row the circuit opens: the next `cooldown` calls go straight to the
+  fallback without waiting on the judge, then one call tries the judge again;
+- stats() counts requests, cache hits, judge calls, failures, fallback scores and the seconds spent waiting.
+
+JudgeClient has the shared reward signature (utils.verifiers.signature), so our loop and TRL's GRPOTrainer both
+take it as a reward function. The scorer it wraps, score_fn(problems, completions) -> list of floats, sees one
+batch of the requests not yet cached. A timed-out call is abandoned, not killed: a Python thread cannot be
+stopped from outside, so a scorer that never returns keeps its thread (a real client sets its HTTP timeout
+too). flaky() wraps a scorer so that it fails and stalls at chosen rates, seeded, to show all this working.
+"""
+import math
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from utils import checks
+from utils.verifiers.signature import per_completion
+
+STAT_KEYS = ("requests", "cache_hits", "judge_calls", "judged", "failures", "timeouts", "fallback_scores",
+             "circuit_open_calls", "seconds")
+
+
+class JudgeClient:
+    """A reward function around score_fn(problems, completions) -> [score per pair], an expensive and fallible
+    scorer. The problem each completion answers arrives as the column `problem` (a list aligned with
+    completions, or one value for all), as TRL passes a dataset column. fallback: a reward function with the
+    shared signature, called with the same arguments for the requests the judge did not score (None: `default`
+    for each). timeout_s: the most one judge call may take; max_failures, cooldown: the circuit breaker's
+    thresholds (see the module docstring). cache=False sends every request, repeats included (to measure what
+    the cache saves). Never raises on what it is asked to score; a completion that is not text scores `default`
+    unasked."""
+
+    def __init__(self, score_fn, fallback=None, default=0.0, timeout_s=5.0, max_failures=3, cooldown=10,
+                 cache=True, name="judge"):
+        where = "JudgeClient"
+        self.score_fn = checks.function(where, "score_fn", score_fn)
+        self.fallback = checks.function(where, "fallback", fallback, none=True)
+        self.default = checks.number(where, "default", default)
+        self.timeout_s = checks.number(where, "timeout_s", timeout_s, lo=0, hi=3600, lo_open=True)
+        self.max_failures = checks.number(where, "max_failures", max_failures, lo=1, hi=10_000, integer=True)
+        self.cooldown = checks.number(where, "cooldown", cooldown, lo=0, hi=1_000_000, integer=True)
+        self.use_cache = checks.flag(where, "cache", cache)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}: name must be a non-empty str (the reward's name in logs), got "
+                             f"{checks._short(name)}")
+        self.__name__ = name
+        self.cache, self.failed_in_a_row, self.skip = {}, 0, 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.reset_stats()
+
+    def reset_stats(self):
+        self._stats = dict.fromkeys(STAT_KEYS, 0)
+        self._stats["seconds"] = 0.0
+
+    def stats(self):
+        """{requests, cache_hits, judge_calls, judged (requests the judge scored), failures (failed calls),
+        timeouts, fallback_scores, circuit_open_calls (calls that skipped the judge), seconds (waiting on it)}
+        since the last reset_stats(). cache_hits counts the requests answered without asking the judge again: a
+        repeat of an earlier request, or of one in the same batch."""
+        return dict(self._stats)
+
+    @property
+    def circuit_open(self):
+        return self.skip > 0
+
+    def __call__(self, completions, answer=None, problem=None, **columns):
+        """One score per completion. answer (the dataset's column) never reaches the judge: only the fallback,
+        a rule verifier, reads it."""
+        rows = per_completion(completions, problem)
+        n = len(rows)
+        self._stats["requests"] += n
+        out = [self.default] * n
+        todo = {}                                  # request key -> indices of the completions that ask it
+        for i, (text, prob) in enumerate(rows):
+            if not isinstance(text, str) or not isinstance(prob, str):
+                continue
+            key = (prob, text) if self.use_cache else (prob, text, i)
+            if self.use_cache and key in self.cache:
+                out[i] = self.cache[key]
+                self._stats["cache_hits"] += 1
+            else:
+                todo.setdefault(key, []).append(i)
+        if not todo:
+            return out
+        keys = list(todo)
+        scores = self._ask(keys)
+        if scores is None:                         # failed or skipped: the fallback scores these completions
+            idx = [i for k in keys for i in todo[k]]
+            self._stats["fallback_scores"] += len(idx)
+            if self.fallback is not None:   # the rule verifier: trusted, so a bad return is an error, named
+                texts = [rows[i][0] for i in idx]
+                cols = {k: _pick(v, idx, n) for k, v in dict(columns, problem=problem).items()}
+                answers = _pick(answer, idx, n) if answer is not None else [None] * len(idx)
+                for i, s in zip(idx, checks.reward_scores(self.fallback, "fallback", texts, answers, cols)):
+                    out[i] = float(s)
+            return out
+        for k, s in zip(keys, scores):
+            if self.use_cache:
+                self.cache[k] = s
+            for i in todo[k]:
+                out[i] = s
+        self._stats["judged"] += len(keys)
+        self._stats["cache_hits"] += sum(map(len, todo.values())) - len(keys)   # repeats within this batch
+        return out
+
+    def _ask(self, keys):
+        """The judge's scores for the request keys, or None when the call failed or the circuit is open."""
+        if self.skip > 0:
+            self.skip -= 1
+            self._stats["circuit_open_calls"] += 1
+            return None
+        self._stats["judge_calls"] += 1
+        t = time.perf_counter()
+        fut = self._pool.submit(self.score_fn, [k[0] for k in keys], [k[1] for k in keys])
+        try:
+            got = fut.result(timeout=self.timeout_s)
+            scores = [float(s) for s in got]
+            if len(scores) != len(keys) or not all(math.isfinite(s) for s in scores):
+                raise ValueError("wrong number of scores, or a score that is not finite")
+        except FutureTimeout:
+            self._stats["timeouts"] += 1
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.__name__)  # abandon it
+            return self._failed(t)
+        except Exception:   # a judge's failure of any kind is a failed call, never the trainer's crash
+            return self._failed(t)
+        self._stats["seconds"] += time.perf_counter() - t
+        self.failed_in_a_row = 0
+        return scores
+
+    def _failed(self, t):
+        self._stats["seconds"] += time.perf_counter() - t
+        self._stats["failures"] += 1
+        self.failed_in_a_row += 1
+        if self.failed_in_a_row >= self.max_failures:
+            self.skip, self.failed_in_a_row = self.cooldown, 0
+        return None
+
+
+def _pick(col, idx, n):
+    """The values of a column for the completions idx (a list aligned with n completions, or one shared value)."""
+    if isinstance(col, (list, tuple)) and len(col) == n:
+        return [col[i] for i in idx]
+    return col
+
+
+def flaky(score_fn, p_fail=0.0, p_slow=0.0, slow_s=1.0, seed=0):
+    """score_fn made unreliable, for demonstrations and tests: each call raises (RuntimeError) with probability
+    p_fail, else stalls slow_s seconds first with probability p_slow; seeded, so the same calls fail each run."""
+    where = "flaky"
+    checks.function(where, "score_fn", score_fn)
+    p_fail = checks.number(where, "p_fail", p_fail, lo=0, hi=1)
+    p_slow = checks.number(where, "p_slow", p_slow, lo=0, hi=1)
+    slow_s = checks.number(where, "slow_s", slow_s, lo=0, hi=60)
+    rng = random.Random(checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True))
+
+    def unreliable(problems, completions):
+        r = rng.random()
+        if r < p_fail:
+            raise RuntimeError("the judge's service failed (flaky)")
+        if r < p_fail + p_slow:
+            time.sleep(slow_s)
+        return score_fn(problems, completions)
+    unreliable.__name__ = f"flaky_{getattr(score_fn, '__name__', 'judge')}"
+    return unreliable
