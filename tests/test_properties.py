@@ -50,11 +50,12 @@ from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
-from utils.tasks import chat, curation, mix, scratchpad, tools
+from utils.tasks import chat, curation, mix, programs, scratchpad, tools
 from utils.verifiers import api, attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import chat as chat_verifier
 from utils.verifiers import mix as mix_verifier
+from utils.verifiers import programs as programs_verifier
 from utils.verifiers import tools as tool_verifiers
 from utils.verifiers import traces as trace_verifiers
 
@@ -329,6 +330,17 @@ CASES.update({
     "tasks.write_jsonl": (in_tmp(task_files.write_jsonl), dict(splits={"train": [{"prompt": "1+1=", "answer": "2"}]},
                                                                folder="d"), lambda r: isinstance(r, dict)),
     "setup.seed_everything": (course_setup.seed_everything, dict(seed=0), lambda r: r is None),
+    "programs.canonical": (programs.canonical, dict(a=6, b=57), lambda r: isinstance(r, str) and "x" in r),
+    "programs.format_prompt": (programs.format_prompt, dict(a=6, b=57), lambda r: r.endswith("lambda x:")),
+    "programs.make_problem": (programs.make_problem, dict(a=6, b=57),
+                              lambda r: r["answer"] == programs.canonical(r["a"], r["b"])),
+    "programs.canonical_value": (programs.canonical_value, dict(body="6*x+57", x=2),
+                                 lambda r: r is None or isinstance(r, int)),
+    "programs.table": (programs.table, dict(a=6, b=57), lambda r: r.startswith("{0:") and r.endswith("}[x]")),
+    "programs.program": (programs.program, dict(body="x+1"), lambda r: r.startswith("solve = lambda x: ")),
+    "programs.make_splits": (programs.make_splits, dict(seed=0, sizes={"train": 10, "valid": 2, "test": 3}),
+                             lambda r: isinstance(r, dict) and len(r["train"]) <= 900),
+    "programs.load_split": (programs.load_split, dict(name="test", n=3, data_dir=DATA_DIR), lambda r: len(r) <= 150),
     "scratchpad.format_prompt": (scratchpad.format_prompt, dict(a=478, b=356),
                                  lambda r: isinstance(r, str) and r.endswith(":")),
     "scratchpad.steps_for": (scratchpad.steps_for, dict(a=478, b=356), lambda r: isinstance(r, list) and r),
@@ -611,6 +623,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
                                                                                    **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "programs.canonical_reward": (programs_verifier.canonical_reward, dict(completions=["6*x+57"], answer=["6*x+57"]),
+                                  "scores"),
     "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
                                "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],
@@ -791,6 +805,7 @@ EXEMPT = {
               "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace",
               "utils.tasks.mix.pretrain_example", "utils.tasks.tools.pretrain_example",
               "utils.tasks.tools.tool_episode", "utils.tasks.tools.practice_operands",
+              "utils.tasks.programs.pretrain_example",
               "utils.models.sft.pretrain_batch"),
     **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
               "utils.tasks.scratchpad.make_problem"),
@@ -798,6 +813,7 @@ EXEMPT = {
               "python -m utils.verifiers.sql), and load_split's file name for a split it has checked",
               "utils.tasks.arithmetic.write_splits", "utils.tasks.scratchpad.write_splits",
               "utils.tasks.arithmetic.split_path", "utils.tasks.scratchpad.split_path",
+              "utils.tasks.programs.write_splits", "utils.tasks.programs.split_path",
               "utils.tasks.mix.write_multiply_splits", "utils.tasks.mix.multiply_path",
               "utils.verifiers.sql.build_database"),
     **_exempt("the sandbox's plumbing, on the configs available_walls built and the timeout run_sandboxed clamped",

@@ -27,6 +27,7 @@ BASE_MODEL_DIR = os.path.join(DATA_DIR, "base_model")
 TRACE_MODEL_DIR = os.path.join(DATA_DIR, "trace_model")  # the scratchpad task's model (Labs 06-07)
 # the free-length variant's model (Lab 06's length study): half its pre-training traces carry a check pass
 CHECK_MODEL_DIR = os.path.join(DATA_DIR, "check_model")
+PROGRAM_MODEL_DIR = os.path.join(DATA_DIR, "program_model")  # one-line programs from two values (Lab 11)
 TOOL_MODEL_DIR = os.path.join(DATA_DIR, "tool_model")  # the scratchpad task with a calculator (Lab 09)
 MIX_MODEL_DIR = os.path.join(DATA_DIR, "mix_model")  # three tasks in one model (utils.tasks.mix; Lab 07's task mix)
 # Lab 07's model sizes: the trace model's recipe at other depths and widths, and in a second family (Llama).

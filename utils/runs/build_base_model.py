@@ -5,6 +5,7 @@
     python -m utils.runs.build_base_model task=scratchpad-check  # Lab 06's free-length model (check passes)
     python -m utils.runs.build_base_model task=mix        # Lab 07's task-mix model (utils.tasks.mix)
     python -m utils.runs.build_base_model task=tool       # Lab 09's tool model (utils.tasks.tools)
+    python -m utils.runs.build_base_model task=programs   # Lab 11 (utils.tasks.programs; not shipped yet)
     python -m utils.runs.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
     python -m utils.runs.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 
@@ -24,7 +25,15 @@ import time
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from utils import BASE_MODEL_DIR, CHECK_MODEL_DIR, MIX_MODEL_DIR, TOOL_MODEL_DIR, TRACE_MODEL_DIR, TRACE_SIZES
+from utils import (
+    BASE_MODEL_DIR,
+    CHECK_MODEL_DIR,
+    MIX_MODEL_DIR,
+    PROGRAM_MODEL_DIR,
+    TOOL_MODEL_DIR,
+    TRACE_MODEL_DIR,
+    TRACE_SIZES,
+)
 from utils.eval.metrics import evaluate
 from utils.files import atomic_dir
 from utils.models.policy import char_tokenizer
@@ -52,9 +61,12 @@ MIX_CONFIG = dict(TRACE_CONFIG, batch_size=128, target_pass1=0.3, target_min=0.1
 # training's (tools.practice_operands: 2 to 5 digits, never a valid, test or ood prompt), so the policy can copy a
 # 5-digit operand into a call; valid pass@1 checked with the calculator
 TOOL_CONFIG = dict(TRACE_CONFIG, p_tool=0.5, p_practice=0.5)
+# the program model (Lab 11): one-line bodies from two values (utils.tasks.programs), with its planted share of
+# tables and hacks (programs.KINDS); valid pass@1 read with the task's strict pattern, nothing run
+PROGRAM_CONFIG = dict(CONFIG, batch_size=128, eval_every=20, target_pass1=0.3, n_positions=64, max_new_tokens=24)
 TASKS = {"arithmetic": (CONFIG, BASE_MODEL_DIR), "scratchpad": (TRACE_CONFIG, TRACE_MODEL_DIR),
          "scratchpad-check": (CHECK_CONFIG, CHECK_MODEL_DIR), "mix": (MIX_CONFIG, MIX_MODEL_DIR),
-         "tool": (TOOL_CONFIG, TOOL_MODEL_DIR)}
+         "tool": (TOOL_CONFIG, TOOL_MODEL_DIR), "programs": (PROGRAM_CONFIG, PROGRAM_MODEL_DIR)}
 ARCHS = ("gpt2", "llama")  # the second family, for comparisons across families (Lab 07)
 # Lab 07's sizes (folders in utils.TRACE_SIZES): the scratchpad recipe, stopped at the same valid pass@1, at
 # about 0.4, 1 and 3.4 times the trace model's parameters, and the trace model's size in the Llama family.
@@ -114,6 +126,16 @@ def _task(task, cfg, rng):
             return mix.pretrain_example(rng, rows)
         return tok, n_pos, sample, {t: (valid[t]["prompt"], valid[t]["answer"], judges[t]) for t in mix.TASKS}, \
             max_new
+    elif task == "programs":  # bodies from two values (utils.tasks.programs); checked by pattern, never run
+        from utils.tasks import programs
+        from utils.verifiers.programs import canonical_reward
+        train_rows = list(programs.load_split("train"))
+        valid, n_pos, max_new = programs.load_split("valid"), cfg["n_positions"], cfg["max_new_tokens"]
+        tok = char_tokenizer(programs.ALPHABET, max_length=n_pos)
+
+        def sample():
+            return programs.pretrain_example(rng, train_rows)
+        return tok, n_pos, sample, {"valid": (valid["prompt"], valid["answer"], canonical_reward)}, max_new
     elif task == "tool":  # the scratchpad task with a calculator (utils.tasks.tools); checked with the calculator
         from utils.tasks import scratchpad, tools
         from utils.verifiers.traces import outcome_reward
