@@ -71,10 +71,10 @@ def make_problem(a, b):
 def canonical_value(body, x):
     """f(x) for a body of the task's own family ('6*x+57', 'x+5', '3*x', 'x'), read with a strict pattern (never
     run); None for any other text, including right bodies written another way ('57+6*x')."""
+    x = checks.number("canonical_value", "x", x, lo=-10**6, hi=10**6, integer=True)
     if not isinstance(body, str) or len(body) > 16:
         return None
     m = _BODY.fullmatch(body)
-    x = checks.number("canonical_value", "x", x, lo=-10**6, hi=10**6, integer=True)
     return None if m is None else int(m.group(1) or 1) * x + int(m.group(2) or 0)
 
 

@@ -127,7 +127,8 @@ class JudgeClient:
                 raise ValueError("wrong number of scores, or a score that is not finite")
         except FutureTimeout:
             self._stats["timeouts"] += 1
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.__name__)  # abandon it
+            self._pool.shutdown(wait=False, cancel_futures=True)   # abandon the call: its thread ends when it does
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.__name__)
             return self._failed(t)
         except Exception:   # a judge's failure of any kind is a failed call, never the trainer's crash
             return self._failed(t)
