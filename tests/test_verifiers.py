@@ -109,6 +109,13 @@ def test_per_completion_spreads_columns_over_completions():
     assert per_completion([chat, chat]) == [("7",), ("7",)]                         # TRL's conversational batch
     assert per_completion([{"content": "7"}, 7]) == [(None,), (None,)]              # not completions: no text
     assert per_completion(None, [1]) == [] and per_completion(7) == []              # not a list: no rows
+    import datasets
+    import numpy as np
+    ds = datasets.Dataset.from_dict({"answer": ["1", "2"]})
+    # a dataset's column is a column, not one shared value (datasets 4 and later hand out a Column, not a list)
+    assert per_completion(["a", "b"], ds["answer"]) == [("a", "1"), ("b", "2")]
+    assert per_completion(["a", "b"], np.array([3, 4])) == [("a", 3), ("b", 4)]
+    assert strict_reward(["1", "2"], ds["answer"]) == [1.0, 1.0]
 
 
 def test_non_ascii_digits_rejected_even_if_int_accepts_them():

@@ -35,8 +35,9 @@ def per_completion(completions, *columns):
     """[(text, value of each column), ...], one row per completion.
 
     completions as TRL passes them (see the module docstring); text is completion_text's (None when
-    there is no text). Each column is a list or tuple (one value per completion: a short column is
-    padded with None, a long one cut), or any other value (a str, an int, Shared(x)), shared by all.
+    there is no text). Each column is a list or tuple, a numpy array or a datasets Column (one value per
+    completion: a short column is padded with None, a long one cut), or any other value (a str, an int,
+    Shared(x)), shared by all.
     Never raises: completions that are not a list give no rows."""
     if isinstance(completions, str) or (isinstance(completions, (list, tuple)) and completions
                                         and isinstance(completions[0], dict) and "role" in completions[0]):
@@ -49,12 +50,19 @@ def per_completion(completions, *columns):
     for col in columns:
         if isinstance(col, Shared):
             spread.append([col.value] * n)
-        elif isinstance(col, (list, tuple)) or type(col).__name__ == "ndarray":  # numpy too, not imported
+        elif isinstance(col, (list, tuple)) or _sequence(col):  # numpy, a datasets Column: not imported
             spread.append((list(col) + [None] * n)[:n])
         else:
             spread.append([col] * n)
     return [(completion_text(c), *vals) for c, *vals in zip(comps, *spread)] if spread else \
         [(completion_text(c),) for c in comps]
+
+
+def _sequence(col):
+    """True for a column of values that is not a list: a numpy array, a datasets Column (ds["answer"] in
+    datasets 4 and later), which a reward would otherwise read as one value shared by every completion."""
+    return type(col).__name__ == "ndarray" or (type(col).__name__ == "Column"
+                                               and type(col).__module__.startswith("datasets"))
 
 
 def reward_from_match(match, name=None):
