@@ -336,6 +336,11 @@ CASES.update({
                               lambda r: r["answer"] == programs.canonical(r["a"], r["b"])),
     "programs.canonical_value": (programs.canonical_value, dict(body="6*x+57", x=2),
                                  lambda r: r is None or isinstance(r, int)),
+    # they read what a model wrote, so any value is a body: one that is not text breaks the rule 'syntax'
+    "programs_verifier.body_rules": (programs_verifier.body_rules, dict(body="6*x+57"),
+                                     lambda r: isinstance(r, list) and all(isinstance(x, str) for x in r)),
+    "programs_verifier.body_kind": (programs_verifier.body_kind, dict(body="exit(0)"),
+                                    lambda r: r in ("arithmetic", "table", "exit", "print", "syntax", "other")),
     "programs.table": (programs.table, dict(a=6, b=57), lambda r: r.startswith("{0:") and r.endswith("}[x]")),
     "programs.program": (programs.program, dict(body="x+1"), lambda r: r.startswith("solve = lambda x: ")),
     "programs.make_splits": (programs.make_splits, dict(seed=0, sizes={"train": 10, "valid": 2, "test": 3}),
@@ -599,7 +604,7 @@ def test_the_good_call_is_good_few_draws(case):
 ROWS_COLUMNS = dict(answer=["834"], a=[478], b=[356])
 CODE = dict(completions=["def solve(x):\n    return x"], tests=[{"input": [1], "output": 1}], func_name="solve",
             timeout_s=2.0, allow_weaker_wall=False, wall=None, audit_hook=True, workers=1)
-JUDGED = {"completions", "text", "answer", "a", "b", "tests", "reference_sql", "func_name", "c"}
+JUDGED = {"completions", "text", "answer", "a", "b", "tests", "shown", "reference_sql", "func_name", "c"}
 JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | "score": one float)
     **{f"verifiers.{fn.__name__}": (fn, dict(completions=["66"], answer=["66"]), "scores") for fn, _ in
        verifiers.ZOO.values()},
@@ -625,6 +630,9 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
     "programs.canonical_reward": (programs_verifier.canonical_reward, dict(completions=["6*x+57"], answer=["6*x+57"]),
                                   "scores"),
+    **{f"programs.ProgramChecker({c!r})": (or_unavailable(programs_verifier.ProgramChecker(c, workers=1)), dict(
+        completions=["6*x+57"], answer=["6*x+57"], shown=None, tests=None), "scores")
+       for c in ("naive, shown", "layered")},
     "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
                                "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],

@@ -5,7 +5,7 @@
     python -m utils.runs.build_base_model task=scratchpad-check  # Lab 06's free-length model (check passes)
     python -m utils.runs.build_base_model task=mix        # Lab 07's task-mix model (utils.tasks.mix)
     python -m utils.runs.build_base_model task=tool       # Lab 09's tool model (utils.tasks.tools)
-    python -m utils.runs.build_base_model task=programs   # Lab 11 (utils.tasks.programs; not shipped yet)
+    python -m utils.runs.build_base_model task=programs   # Lab 11's program model (utils.tasks.programs)
     python -m utils.runs.build_base_model task=scratchpad arch=llama out_dir=...   # the same recipe, Llama
     python -m utils.runs.build_base_model size=gpt2-6x192  # one of Lab 07's sizes (SIZES), into its folder
 

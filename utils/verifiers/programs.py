@@ -1,10 +1,40 @@
-"""The program task's pattern check (Lab 11, in progress): a body is right when it is of the task's own family and
-equals the answer on every hidden test. It reads the text with utils.tasks.programs.canonical_value's strict
-pattern and runs nothing, so it misses right bodies written another way ('57+6*x'): a false negative that the
-code verifier, which runs the body behind its wall, does not make. Used to stop the program model's pre-training,
-where nothing may run in-process."""
-from utils.tasks.programs import HIDDEN, canonical_value
-from utils.verifiers.signature import per_completion
+"""The program task's checkers (Lab 11): from a pattern that runs nothing to rewards in layers that run a body
+behind the code verifier's wall.
+
+canonical_reward reads the text with utils.tasks.programs.canonical_value's strict pattern and runs nothing, so it
+misses right bodies written another way ('57+6*x'): a false negative that a checker which runs the body does not
+make. It stops the program model's pre-training, where nothing may run in-process.
+
+ProgramChecker is the RL reward, one of CHECKERS, from weak to strong. Each runs `solve = lambda x: <body>`
+(programs.program) behind the wall (utils.verifiers.code; nothing runs here):
+
+    "naive, shown"       the weak checker: asserts on the prompt's two values, trusts how the script ends (exit
+                         code 0 or "all passed" printed); a table of the two values, exit(0) and
+                         print('all passed') all pass it
+    "harness, shown"     a trusted harness returns solve's outputs and the parent compares them: exit and print
+                         fail; a table of the shown values still passes
+    "harness, hidden"    the same harness on the hidden tests (x = 2..9): only a right body passes
+    "layered"            rules first, read from the syntax tree in the parent (ast.parse: parsing runs nothing):
+                         a body must be arithmetic in x (numbers, x, +, -, *); one that does not parse scores 0, one
+                         that calls anything or reads an attribute (exit, print, __import__, sys.exit) scores
+                         -penalty, one with any other structure (a table, a comparison) scores 0, unrun; one that
+                         obeys the rules gets `partial` and, if it passes the hidden tests, the rest up to 1
+
+A body's verdict on one test list is computed once (cache): the wall is deterministic for the bodies this task
+writes; a body whose result varied between runs (the time, randomness) would keep its first verdict.
+"""
+import ast
+import json
+import time
+
+from utils import checks
+from utils.tasks.programs import HIDDEN, SHOWN, canonical_value, program
+from utils.verifiers.signature import Shared, per_completion
+
+CHECKERS = ("naive, shown", "harness, shown", "harness, hidden", "layered")
+MAX_BODY_CHARS = 200            # longer bodies are not run: 0 (the task's bodies are under 20 characters)
+_ARITH = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.USub, ast.UAdd, ast.Name,
+          ast.Load, ast.Constant)
 
 
 def canonical_reward(completions, answer, **kwargs):
@@ -15,3 +45,127 @@ def canonical_reward(completions, answer, **kwargs):
         got = [canonical_value(text.strip() if isinstance(text, str) else None, x) for x in HIDDEN]
         out.append(float(None not in want and got == want))
     return out
+
+
+def body_rules(body):
+    """The rules a body breaks, read from its syntax tree (nothing run): [] for an arithmetic expression in x;
+    else some of 'syntax' (it does not parse as one expression, or is not text, or is too long), 'call' (it calls
+    something: exit(0), print(...)), 'attribute' (it reads one: sys.exit), 'name' (a name other than x),
+    'structure' (anything else: a table {0:5,1:7}[x], a comparison, a string)."""
+    if not isinstance(body, str) or len(body) > MAX_BODY_CHARS:
+        return ["syntax"]
+    try:
+        tree = ast.parse(body.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return ["syntax"]
+    broken = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            broken.add("call")
+        elif isinstance(node, ast.Attribute):
+            broken.add("attribute")
+        elif isinstance(node, ast.Name) and node.id != "x":
+            broken.add("name")
+        elif isinstance(node, ast.Constant) and (type(node.value) is not int):
+            broken.add("structure")
+        elif not isinstance(node, _ARITH):
+            broken.add("structure")
+    return sorted(broken)
+
+
+def body_kind(body):
+    """What a body is, read from its syntax tree (nothing run): 'exit' (it calls exit, quit or sys.exit), 'print',
+    'table' (it indexes a dict or a list: the shown values looked up), 'arithmetic' (obeys body_rules: right or
+    wrong), 'syntax' (does not parse) or 'other'."""
+    broken = body_rules(body)
+    if not broken:
+        return "arithmetic"
+    if broken == ["syntax"]:
+        return "syntax"
+    tree = ast.parse(body.strip(), mode="eval")
+    calls = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    if calls & {"exit", "quit", "_exit"}:
+        return "exit"
+    if "print" in calls:
+        return "print"
+    if any(isinstance(n, ast.Subscript) for n in ast.walk(tree)):
+        return "table"
+    return "other"
+
+
+class ProgramChecker:
+    """A reward for the program task (the shared signature: completions and the dataset's columns `shown` and
+    `tests`), one of CHECKERS; see the module docstring. partial, penalty: the layered checker's credit for a
+    body that obeys the rules and its charge for one that calls or reaches for an attribute. workers: sandboxed
+    runs at a time (default one per core). stats(): bodies judged, sandboxed runs, cache hits, seconds."""
+
+    def __init__(self, checker="layered", partial=0.1, penalty=0.5, workers=None, cache=True):
+        where = "ProgramChecker"
+        if checker not in CHECKERS:
+            raise ValueError(f"{where}: checker must be one of {CHECKERS}, got {checks._short(checker)}")
+        self.checker = checker
+        self.partial = checks.number(where, "partial", partial, lo=0, hi=1)
+        self.penalty = checks.number(where, "penalty", penalty, lo=0, hi=10)
+        self.workers = None if workers is None else checks.number(where, "workers", workers, lo=1, hi=1024,
+                                                                  integer=True)
+        self.use_cache = checks.flag(where, "cache", cache)
+        self.__name__ = "program_" + checker.replace(", ", "_")
+        self.cache, self.counts = {}, dict(bodies=0, runs=0, cache_hits=0, seconds=0.0)
+
+    def stats(self):
+        return dict(self.counts)
+
+    def __call__(self, completions, answer=None, shown=None, tests=None, **kwargs):
+        """One score per completion. Where a row has no `shown` or `tests`, they are read off its `answer` (the
+        task's canonical body), so that a held-out evaluation that passes only answers can use the checker."""
+        from utils.verifiers.code import code_reward, naive_code_reward
+
+        t0 = time.perf_counter()
+        rows = per_completion(completions, answer, *(Shared(c) if _is_tests(c) else c for c in (shown, tests)))
+        out, todo = [0.0] * len(rows), {}
+        for i, (text, ans, sh, hid) in enumerate(rows):
+            body = text.strip() if isinstance(text, str) else None
+            cases = sh if self.checker.endswith("shown") else hid
+            if cases is None and isinstance(ans, str):
+                cases = _cases(ans, SHOWN if self.checker.endswith("shown") else HIDDEN)
+            if body is None or not isinstance(cases, list) or len(body) > MAX_BODY_CHARS:
+                continue
+            if self.checker == "layered":
+                broken = body_rules(body)
+                if broken:
+                    out[i] = -self.penalty if {"call", "attribute"} & set(broken) else 0.0
+                    continue
+            key = (body, json.dumps(cases, sort_keys=True))
+            if self.use_cache and key in self.cache:
+                out[i] = self._score(self.cache[key])
+                self.counts["cache_hits"] += 1
+            else:
+                todo.setdefault(key, []).append(i)
+        if todo:
+            keys = list(todo)
+            run = naive_code_reward if self.checker == "naive, shown" else code_reward
+            got = run([program(k[0]) for k in keys], [json.loads(k[1]) for k in keys], workers=self.workers)
+            self.counts["runs"] += len(keys)
+            self.counts["cache_hits"] += sum(map(len, todo.values())) - len(keys)
+            for k, g in zip(keys, got):
+                if self.use_cache:
+                    self.cache[k] = g
+                for i in todo[k]:
+                    out[i] = self._score(g)
+        self.counts["bodies"] += len(rows)
+        self.counts["seconds"] += time.perf_counter() - t0
+        return out
+
+    def _score(self, passed):
+        return self.partial + (1 - self.partial) * passed if self.checker == "layered" else passed
+
+
+def _is_tests(x):
+    """True for one test list meant for every completion ([{"input": [0], "output": 5}, ...]), not a column."""
+    return isinstance(x, list) and bool(x) and all(isinstance(t, dict) and "input" in t for t in x)
+
+
+def _cases(answer, xs):
+    """The tests at xs read off a canonical body (None if the answer is not one)."""
+    want = [canonical_value(answer.strip(), x) for x in xs]
+    return None if None in want else [{"input": [x], "output": w} for x, w in zip(xs, want)]
