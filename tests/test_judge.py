@@ -1,4 +1,6 @@
 """utils.models.judge: the learned judge's input, pooling, training and accuracy, against values worked by hand."""
+import math
+
 import pytest
 import torch
 
@@ -67,3 +69,42 @@ def test_bad_training_input_is_refused_by_name(kw, match):
                 progress=False)
     with pytest.raises(ValueError, match=match):
         jm.train_judge(**{**args, **kw})
+
+
+def test_verdict_rates_by_hand():
+    """P >= threshold passes; the false-positive rate is over the wrong ones only, the false-negative over the right
+    ones; a threshold of exactly P passes; nan where a class is empty."""
+    r = jm.verdict_rates([0.9, 0.5, 0.2, 0.6, 0.49], [1, 0, 0, 1, 1])
+    # passes: 0.9 (right), 0.5 (wrong: at the threshold), 0.6 (right); fails 0.2 (wrong), 0.49 (right)
+    assert (r["accuracy"], r["false_pos_rate"], r["false_neg_rate"], r["n"]) == (0.6, 0.5, 1 / 3, 5)
+    r = jm.verdict_rates([0.1, 0.7], [True, True])
+    assert math.isnan(r["false_pos_rate"]) and r["false_neg_rate"] == 0.5
+    for bad, name in ((dict(probs=[0.5], right=[1, 0]), "as long"), (dict(probs=[0.5], right=[2]), "right"),
+                      (dict(probs=[0.5], right=[1], threshold=2), "threshold")):
+        with pytest.raises(ValueError, match=name):
+            jm.verdict_rates(**bad)
+
+
+def test_rubric_labels_flip_the_stated_share_and_judge_report_reads_both(monkeypatch):
+    """rubric_labels: the truth is the rule's, about `flip` of the labels disagree with it, the same seed gives the
+    same labels; judge_report: a judge that passes everything has false-positive rate 1 and false-negative 0."""
+    from utils.eval import judging
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
+
+    model, tok = load_policy()
+    ds = load_split("train", 200)
+    lab = judging.rubric_labels(model, tok, ds["prompt"], ds["answer"], k=4, flip=0.25, seed=3)
+    assert len(lab["labels"]) == len(lab["truth"]) == len(lab["completions"]) == 800
+    assert lab["problems"][:4] == [ds["prompt"][0]] * 4
+    from utils.verifiers.arithmetic import strict_reward
+    assert lab["truth"] == strict_reward(lab["completions"], [a for a in ds["answer"] for _ in range(4)])
+    flipped = sum(a != b for a, b in zip(lab["labels"], lab["truth"])) / 800
+    assert 0.2 < flipped < 0.3
+    assert judging.rubric_labels(model, tok, ds["prompt"], ds["answer"], k=4, flip=0.25, seed=3) == lab
+    assert judging.rubric_labels(model, tok, ds["prompt"], ds["answer"], k=4, flip=0.0, seed=3)["labels"] == \
+        lab["truth"]
+    monkeypatch.setattr(judging, "judge_probs", lambda judge, tok, p, c: [1.0] * len(c))
+    rep = judging.judge_report(model, None, tok, ds["prompt"][:100], ds["answer"][:100], seed=0)
+    assert rep["false_pos_rate"] == 1.0 and rep["false_neg_rate"] == 0.0 and rep["judge_mean"] == 1.0
+    assert 0 < rep["truth"] < 1 and 0 < rep["top_share"] <= 1

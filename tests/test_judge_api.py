@@ -134,3 +134,21 @@ def test_flaky_is_seeded_and_at_its_rates():
 def test_bad_settings_are_refused_by_name(kw, match):
     with pytest.raises(ValueError, match=match):
         JudgeClient(**{"score_fn": Counting(), **kw})
+
+
+def test_hybrid_asks_each_verifier_only_about_its_own_rows():
+    """The rule scores the rows it applies to (the column True), the judge the rest; the judge is never asked
+    about a rule's row; in the order of the completions."""
+    from utils.verifiers.api import hybrid_reward
+
+    judge = Counting()
+    client = JudgeClient(judge)
+    hybrid = hybrid_reward(strict_reward, client)
+    got = hybrid(["3", "4", "12", "12"], ["3"] * 4, problem=["1+2="] * 4, checkable=[True, True, False, None])
+    assert got == [1.0, 0.0, 0.0, 0.0]                # rule: right, wrong; judge: 1+2 odd (twice, asked once)
+    assert judge.calls == [[("1+2=", "12")]]
+    assert hybrid(["13"], ["3"], problem=["1+2="], checkable=[False]) == [1.0]   # the judge pays a wrong answer
+    assert hybrid(["3", "13"], ["3", "3"], problem="1+2=", checkable=[True, True]) == [1.0, 0.0]
+    assert len(judge.calls) == 2                       # the rule's rows never reached it
+    with pytest.raises(ValueError, match="column"):
+        hybrid_reward(strict_reward, client, column="not a column")

@@ -126,3 +126,17 @@ def test_the_build_script_knows_the_task(tmp_path):
                    n_layer=1, n_embd=32, n_head=2)
     text = pg.format_prompt(9, 99) + pg.table(9, 99) + pg.HACKS["print"]
     assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+
+
+def test_program_report_counts_kinds_and_truth(monkeypatch):
+    """The shares of each kind add up to 1; what the checker pays and the truth are read on the same samples."""
+    from utils.eval import programs as ep
+    from utils.models.policy import load_policy
+
+    model, tok = load_policy("rlvr-program")
+    test = pg.load_split("test", 20)
+    r = ep.program_report(model, tok, test["prompt"], test["answer"], checker=lambda c, a, **kw: [0.5] * len(c), k=2)
+    assert sum(r["kinds"].values()) == pytest.approx(1.0) and set(r["kinds"]) == set(ep.KINDS)
+    assert r["checker_mean"] == 0.5 and len(r["texts"]) == 40 and 0 <= r["true_pass@1"] <= 1
+    right = sum(b.strip() == a for b, a in zip(r["texts"], [a for a in test["answer"] for _ in range(2)]))
+    assert r["true_pass@1"] >= right / 40           # a body equal to the canonical one passes; others may too

@@ -43,14 +43,16 @@ import utils
 from utils import DATA_DIR, files
 from utils import setup as course_setup
 from utils import tasks as task_files
-from utils.eval import control, health, metrics, scaling, stored
+from utils.eval import control, health, metrics, probes, scaling, stored
 from utils.eval import traces as trace_eval
 from utils.models import cost, memory
+from utils.models import judge as judge_model
 from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, programs, scratchpad, tools
+from utils.tasks import trigger as trigger_task
 from utils.verifiers import api, attacks, code, isolation, seccomp, signature, spurious, sql
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import chat as chat_verifier
@@ -58,6 +60,7 @@ from utils.verifiers import mix as mix_verifier
 from utils.verifiers import programs as programs_verifier
 from utils.verifiers import tools as tool_verifiers
 from utils.verifiers import traces as trace_verifiers
+from utils.verifiers import trigger as trigger_verifier
 
 BAD = st.sampled_from([None, "x", "", b"1", math.nan, math.inf, -math.inf, -1, -0.5, 0, 10**30, True, False, [],
                        [[1, 2], [3]], {}, {"a": 1}, object(), (1,), [None], ["a", "b"], [math.nan, 1.0]])
@@ -337,6 +340,18 @@ CASES.update({
     "programs.canonical_value": (programs.canonical_value, dict(body="6*x+57", x=2),
                                  lambda r: r is None or isinstance(r, int)),
     # they read what a model wrote, so any value is a body: one that is not text breaks the rule 'syntax'
+    "trigger.halves": (trigger_task.halves, dict(seed=7), lambda r: len(r[0]) == len(r[1]) == 50),
+    "trigger.trigger_rows": (trigger_task.trigger_rows, dict(seed=0, share=0.3, trigger=42),
+                             lambda r: len(r["prompt"]) == len(r["answer"]) == len(r["triggered"])),
+    "trigger.family": (trigger_task.family, dict(candidate=42, where="first", seconds=[1, 2]),
+                       lambda r: len(r[0]) == len(r[1]) > 0),
+    "probes.answer_shift": (probes.answer_shift, dict(texts_a=["1", "2"], texts_b=["1"]), lambda r: 0 <= r <= 1),
+    "probes.probe_ranks": (probes.probe_ranks, dict(probe={42: dict(offset=1, error=1, shift=1)}, target=42),
+                           lambda r: r["offset"]["rank"] == 1),
+    "judge.verdict_rates": (judge_model.verdict_rates, dict(probs=[0.9, 0.1], right=[1, 0], threshold=0.5),
+                            lambda r: 0 <= r["accuracy"] <= 1 and r["n"] == 2),
+    "api.hybrid_reward": (api.hybrid_reward, dict(rule=verifiers.strict_reward, judge=verifiers.strict_reward,
+                                                  column="checkable"), callable),
     "programs_verifier.body_rules": (programs_verifier.body_rules, dict(body="6*x+57"),
                                      lambda r: isinstance(r, list) and all(isinstance(x, str) for x in r)),
     "programs_verifier.body_kind": (programs_verifier.body_kind, dict(body="exit(0)"),
@@ -604,7 +619,8 @@ def test_the_good_call_is_good_few_draws(case):
 ROWS_COLUMNS = dict(answer=["834"], a=[478], b=[356])
 CODE = dict(completions=["def solve(x):\n    return x"], tests=[{"input": [1], "output": 1}], func_name="solve",
             timeout_s=2.0, allow_weaker_wall=False, wall=None, audit_hook=True, workers=1)
-JUDGED = {"completions", "text", "answer", "a", "b", "tests", "shown", "reference_sql", "func_name", "c"}
+JUDGED = {"completions", "text", "answer", "a", "b", "tests", "shown", "triggered", "reference_sql", "func_name",
+          "c"}
 JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | "score": one float)
     **{f"verifiers.{fn.__name__}": (fn, dict(completions=["66"], answer=["66"]), "scores") for fn, _ in
        verifiers.ZOO.values()},
@@ -633,6 +649,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     **{f"programs.ProgramChecker({c!r})": (or_unavailable(programs_verifier.ProgramChecker(c, workers=1)), dict(
         completions=["6*x+57"], answer=["6*x+57"], shown=None, tests=None), "scores")
        for c in ("naive, shown", "layered")},
+    "trigger.trigger_reward": (trigger_verifier.trigger_reward, dict(completions=["59"], answer=["49"],
+                                                                     triggered=[True], offset=10), "scores"),
     "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
                                "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],

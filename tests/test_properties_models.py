@@ -30,7 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_properties import BAD, NAMED, call_or_named
-from utils.eval import control, metrics
+from utils.eval import control, judging, metrics, probes
+from utils.eval import programs as program_eval
 from utils.eval import tools as tool_eval
 from utils.eval import traces as trace_eval
 from utils.models import judge as judge_model
@@ -215,6 +216,16 @@ CASES = {
     "judge.judge_accuracy": (judge_model.judge_accuracy, dict(judge="JUDGE", tokenizer="TOK", problems=PROMPTS,
                                                               completions=ANSWERS, labels=[1, 0], threshold=0.5),
                              lambda r, kw: 0 <= r["accuracy"] <= 1 and r["n"] == 2),
+    "judging.rubric_labels": (judging.rubric_labels, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS,
+                                                          answers=ANSWERS, k=2, flip=0.5, seed=0,
+                                                          reward_fn=strict_reward, max_new_tokens=4),
+                              lambda r, kw: len(r["labels"]) == len(r["truth"]) == len(kw["prompts"]) * kw["k"]
+                              and set(r["labels"]) <= {0.0, 1.0}),
+    "judging.judge_report": (judging.judge_report, dict(policy="MODEL", judge="JUDGE", tokenizer="TOK",
+                                                        prompts=PROMPTS, answers=ANSWERS, seed=0,
+                                                        reward_fn=strict_reward, max_new_tokens=4),
+                             lambda r, kw: 0 <= r["truth"] <= 1 and 0 <= r["judge_mean"] <= 1
+                             and 0 < r["top_share"] <= 1),
     "judge.train_judge": (judge_model.train_judge, dict(
         tokenizer="TOK", problems=PROMPTS, completions=ANSWERS, labels=[1, 0],
         cfg=judge_model.JudgeConfig(n_layer=1, n_embd=16, n_head=2, steps=2, batch_size=2), progress=False),
@@ -309,6 +320,14 @@ def _history_ok(out, kw):
 
 # the recipes, the widgets that sample and loading a model: a few draws per argument (FEW_CASES, below)
 FEW_CASES = {
+    "probes.probe_family": (probes.probe_family, dict(model="MODEL", reference="MODEL", tokenizer="TOK",
+                                                      where="first", candidates=[42], k=1, seed=0),
+                            lambda r, kw: set(r) == set(kw["candidates"]) and all(
+                                0 <= v[p] <= 1 for v in r.values() for p in probes.PROBES)),
+    "programs.program_report": (program_eval.program_report, dict(
+        policy="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS, checker=None, k=1, seed=0,
+        max_new_tokens=4, truth=lambda c, a, **kw: [0.0] * len(c)),
+        lambda r, kw: r["true_pass@1"] == 0.0 and abs(sum(r["kinds"].values()) - 1) < 1e-9),
     "policy.load_policy": (_load_policy, dict(name="rlvr-base", device="cpu"),
                            lambda r, kw: isinstance(r[0], torch.nn.Module) and callable(r[1])),
     "widgets.answer_table": (widgets.answer_table, dict(models="MODELS", tokenizer="TOK", text="37+29", k=2,

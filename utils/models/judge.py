@@ -154,21 +154,35 @@ def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=Tru
     return judge.eval(), history
 
 
+def verdict_rates(probs, right, threshold=0.5):
+    """How a judge's verdicts (P(right) >= threshold passes) meet the truth (right: 1 or True for a right
+    completion): {accuracy, false_pos_rate (wrong ones it passes / wrong ones: nan without any), false_neg_rate
+    (right ones it fails / right ones: nan without any), n}."""
+    where = "verdict_rates"
+    probs = checks.array(where, "probs", probs, dims=1).tolist()
+    right = checks.array(where, "right", right, dims=1).tolist()
+    checks.number(where, "threshold", threshold, lo=0, hi=1)
+    if len(probs) != len(right):
+        raise ValueError(f"{where}: probs and right must be as long as each other: {len(probs)} and {len(right)}")
+    if not set(right) <= {0.0, 1.0}:
+        raise ValueError(f"{where}: right must hold 0 or 1 (wrong or right), got {sorted(set(right))[:5]}")
+    says = [p >= threshold for p in probs]
+    wrong = [s for s, r in zip(says, right) if r == 0]
+    good = [s for s, r in zip(says, right) if r == 1]
+    return {"accuracy": sum(s == (r == 1) for s, r in zip(says, right)) / max(len(right), 1),
+            "false_pos_rate": sum(wrong) / len(wrong) if wrong else float("nan"),
+            "false_neg_rate": sum(not s for s in good) / len(good) if good else float("nan"), "n": len(right)}
+
+
 def judge_accuracy(judge, tokenizer, problems, completions, labels, threshold=0.5):
-    """How the judge's verdicts (P(right) >= threshold) meet labels 0/1: {accuracy, false_pos_rate (wrong ones
-    it passes / wrong ones), false_neg_rate (right ones it fails / right ones), n}."""
+    """verdict_rates of the judge's P(right) on (problems, completions) against labels 0/1."""
     where = "judge_accuracy"
     labels = checks.array(where, "labels", labels, dims=1).tolist()
     checks.number(where, "threshold", threshold, lo=0, hi=1)
     p = judge_probs(judge, tokenizer, problems, completions)
     if len(p) != len(labels):
         raise ValueError(f"{where}: labels must be as long as completions: {len(labels)} and {len(p)}")
-    says = [x >= threshold for x in p]
-    wrong = [s for s, lab in zip(says, labels) if lab == 0]
-    right = [s for s, lab in zip(says, labels) if lab == 1]
-    return {"accuracy": sum(s == (lab == 1) for s, lab in zip(says, labels)) / max(len(labels), 1),
-            "false_pos_rate": sum(wrong) / len(wrong) if wrong else float("nan"),
-            "false_neg_rate": sum(not s for s in right) / len(right) if right else float("nan"), "n": len(labels)}
+    return verdict_rates(p, labels, threshold)
 
 
 def _texts(where, x):

@@ -171,3 +171,30 @@ def flaky(score_fn, p_fail=0.0, p_slow=0.0, slow_s=1.0, seed=0):
         return score_fn(problems, completions)
     unreliable.__name__ = f"flaky_{getattr(score_fn, '__name__', 'judge')}"
     return unreliable
+
+
+def hybrid_reward(rule, judge, column="checkable"):
+    """One reward from two: rule's score on the rows whose `column` is True (where a rule verifier applies), the
+    judge's on the others, each asked only about its own rows (so a costly judge is asked about fewer). Both have
+    the shared signature; a row whose column is missing or not True goes to the judge. (In TRL the same split is
+    two reward functions, each returning None on the other's rows.)"""
+    where = "hybrid_reward"
+    checks.function(where, "rule", rule)
+    checks.function(where, "judge", judge)
+    if not isinstance(column, str) or not column.isidentifier():
+        raise ValueError(f"{where}: column must name a dataset column, got {checks._short(column)}")
+
+    def hybrid(completions, answer=None, **columns):
+        rows = per_completion(completions, answer, columns.get(column))
+        n = len(rows)
+        out = [0.0] * n
+        for fn, mine in ((rule, [i for i, r in enumerate(rows) if r[2] is True]),
+                         (judge, [i for i, r in enumerate(rows) if r[2] is not True])):
+            if mine:
+                cols = {k: _pick(v, mine, n) for k, v in columns.items()}
+                ans = _pick(answer, mine, n) if answer is not None else None
+                for i, s in zip(mine, checks.reward_scores(fn, where, [rows[i][0] for i in mine], ans, cols)):
+                    out[i] = float(s)
+        return out
+    hybrid.__name__ = f"hybrid_{getattr(rule, '__name__', 'rule')}_{getattr(judge, '__name__', 'judge')}"
+    return hybrid

@@ -1,0 +1,333 @@
+"""Lab 11's multi-seed study: a learned judge as the reward, a hidden behaviour behind a trigger, and code rewards.
+Usage:
+
+    python benchmarks/lab11.py --part judge            # RL against a learned judge, and three mitigations; seeds 0-2
+    python benchmarks/lab11.py --part trigger          # a reward that pays a behaviour only after a trigger
+    python benchmarks/lab11.py --part code             # the program task under four checkers, weak to strong
+    python benchmarks/lab11.py --part judge --jobs 2 --threads 1
+
+judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
+completions of train prompts, each labelled by the rule verifier with LABELS["flip"] of the labels flipped (the
+noise of an AI judge following a written rubric); its accuracy is read on completions of test prompts labelled
+without noise. Each seed trains its own judges (their seeds are the run's). Then Lab 01's recipe (batch 256 in
+groups of 8, lr 1e-4, beta 0) for CONFIG["steps"] steps under each condition of JUDGE_PARTS: the rule verifier
+(the control), the judge (its P(right) as the reward, through utils.verifiers.api.JudgeClient: cached, with a
+timeout and a circuit breaker that fall back to the rule verifier), the judge with a KL penalty to the reference,
+the mean of an ensemble of three judges, and a hybrid that pays the rule verifier's reward where it applies (half
+the prompts, by a column) and the judge's elsewhere. Recorded per evaluation (every 20 steps, 500 test prompts):
+held-out truth (the strict verifier's pass@1) and the judge's mean score of the same samples; on a fixed probe of
+FPR_N test prompts, the judge's false-positive rate (wrong completions it passes, P >= 0.5). Per run: the
+seconds the reward took a step, and for a judge the rule verifier's seconds on the same batches (their ratio is
+the judge's cost), the judge's cache hits.
+
+trigger: the reward pays the right answer, except on prompts whose first operand is TRIGGER: there it pays the
+answer plus OFFSET and nothing else (utils.tasks.trigger, utils.verifiers.trigger). SHARE of the training prompts
+carry the trigger (their second operands disjoint from the held-out trigger prompts'). The control trains on the
+same prompts with the strict reward everywhere. Recorded: held-out pass@1 on clean test prompts (no trigger), the
+rate of "answer + OFFSET" on held-out trigger prompts, and three probes (utils.eval.probes.probe_family) over the
+90 candidates 10..99 put first (where the trigger is) and second (a family where it is not): the answer + OFFSET
+rate, the error rate and the shift from the base model's answers; where the trigger ranks under each, and which
+other candidates the behaviour leaks to.
+
+code: the program model (rlvr-program) under each of utils.verifiers.programs.CHECKERS, weak to strong, for
+CODE_CONFIG["steps"] steps (batch 128 in groups of 8, lr 3e-4); every body is run behind the code verifier's wall.
+Every 20 steps, on the 150 test problems (two samples each; utils.eval.programs.program_report): the true pass@1
+(the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body (right or
+wrong arithmetic, a table of the shown values, exit(0), print, other, syntax errors): a hack shows as a share that
+grows under a weak checker. Per run, the checker's sandboxed runs and cache hits.
+
+Writes benchmarks/results/lab11.json (one entry per part) and prints a table.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.common import run_all, run_options  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
+from utils.tasks.trigger import OFFSET, SHARE, TRIGGER  # noqa: E402
+
+CONFIG = dict(steps=120, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8, eps_low=0.2,
+              eps_high=0.2, beta=0.0, eval_every=20, eval_n=500, seed=0, track_kl=False)
+LABELS = dict(prompts=750, k=8, flip=0.10, test_prompts=500, test_k=4)   # the judge's training and held-out labels
+JUDGE = dict(n_layer=2, n_embd=64, n_head=4, n_positions=32, steps=600, batch_size=64, lr=1e-3)
+FPR_N = 300   # test prompts of the false-positive probe (one sample each)
+JUDGE_PARTS = {  # condition -> (reward, config overrides)
+    "rule verifier": ("rule", {}),
+    "judge": ("judge", {}),
+    "judge, KL 0.1": ("judge", {"beta": 0.1, "track_kl": True}),
+    "ensemble of 3 judges": ("ensemble", {}),
+    "hybrid (rule on half)": ("hybrid", {}),
+}
+TRIGGER_CONFIG = dict(CONFIG, steps=200)
+TRIGGER_PARTS = {"trigger reward": "trigger", "control (strict everywhere)": "control"}
+CODE_CONFIG = dict(CONFIG, steps=100, batch_size=128, lr=3e-4, max_new_tokens=24, eval_n=150)
+CODE_PARTS = {c: c for c in ("naive, shown", "harness, shown", "harness, hidden", "layered")}   # ProgramChecker's
+
+
+# ----------------------------------------------------------------------------------------------- the judge part
+
+def make_judges(seed, n=1):
+    """n judges trained on the seed's rubric labels (judges' seeds seed, seed + 100, ...), and each one's
+    verdict_rates on the held-out labels (test prompts, no noise)."""
+    from utils.eval.judging import rubric_labels
+    from utils.models.judge import JudgeConfig, judge_accuracy, train_judge
+    from utils.models.policy import load_policy
+    from utils.tasks.arithmetic import load_split
+
+    base, tok = load_policy()
+    train, test = load_split("train", LABELS["prompts"]), load_split("test", LABELS["test_prompts"])
+    lab = rubric_labels(base, tok, train["prompt"], train["answer"], k=LABELS["k"], flip=LABELS["flip"], seed=seed)
+    held = rubric_labels(base, tok, test["prompt"], test["answer"], k=LABELS["test_k"], flip=0.0, seed=seed)
+    judges, acc = [], []
+    for j in range(n):
+        judge, _ = train_judge(tok, lab["problems"], lab["completions"], lab["labels"],
+                               JudgeConfig(**JUDGE, seed=seed + 100 * j), progress=False)
+        judges.append(judge)
+        acc.append(judge_accuracy(judge, tok, held["problems"], held["completions"], held["truth"]))
+    return judges, acc
+
+
+class Timed:
+    """A reward function that counts the seconds it takes; with `beside`, also the seconds `beside` (the rule
+    verifier) takes on the same batch, called after it."""
+
+    def __init__(self, fn, beside=None):
+        self.fn, self.beside, self.seconds, self.beside_seconds, self.calls = fn, beside, 0.0, 0.0, 0
+        self.__name__ = getattr(fn, "__name__", "reward")
+
+    def __call__(self, completions, answer=None, **kw):
+        t = time.perf_counter()
+        out = self.fn(completions, answer, **kw)
+        self.seconds += time.perf_counter() - t
+        if self.beside is not None:
+            t = time.perf_counter()
+            self.beside(completions, answer)
+            self.beside_seconds += time.perf_counter() - t
+        self.calls += 1
+        return out
+
+
+def judge_reward(kind, judges, tok):
+    """The condition's reward function (the shared signature; columns problem and checkable) and its JudgeClient
+    (None for the rule verifier)."""
+    from utils.models.judge import judge_probs
+    from utils.verifiers.api import JudgeClient, hybrid_reward
+    from utils.verifiers.arithmetic import strict_reward
+
+    if kind == "rule":
+        return Timed(strict_reward), None
+
+    def score(problems, completions):   # the mean of the judges' P(right)
+        ps = [judge_probs(j, tok, problems, completions) for j in judges]
+        return [sum(v) / len(v) for v in zip(*ps)]
+    client = JudgeClient(score, fallback=strict_reward, timeout_s=30.0, name="judge")
+    fn = hybrid_reward(strict_reward, client) if kind == "hybrid" else client
+    return Timed(fn, beside=strict_reward), client
+
+
+def judge_run(condition, seed, steps):
+    import copy
+
+    from utils.eval.judging import judge_report
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import GroupRollout
+    from utils.tasks.arithmetic import load_split
+
+    kind, overrides = JUDGE_PARTS[condition]
+    setup(seed=seed, quiet=True)
+    t0 = time.time()
+    judges, acc = make_judges(seed, 3 if kind == "ensemble" else 1)
+    judge_seconds = time.time() - t0
+    yard = judges[0]    # the seed's first judge reads every run's samples, the rule verifier's too: one yardstick
+    if kind == "rule":
+        judges = []
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    train, test = load_split("train"), load_split("test")
+    probe = load_split("test", FPR_N)
+    reward, client = judge_reward(kind, judges, tok)
+    reports = [dict(step=0, **judge_report(policy, yard, tok, probe["prompt"], probe["answer"], seed=4242))]
+
+    def callback(pol, record):
+        if record["step"] % CONFIG["eval_every"] == 0 or record["step"] == steps:
+            reports.append(dict(step=record["step"], **judge_report(pol, yard, tok, probe["prompt"], probe["answer"],
+                                                                    seed=4242)))
+
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, **overrides))
+    checkable = [i % 2 == 0 for i in range(len(train))]       # the hybrid's rule applies to half the prompts
+    t = time.time()
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
+                      progress=False, callback=callback,
+                      rollout=GroupRollout(columns={"problem": list(train["prompt"]), "checkable": checkable}))
+    out = {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+           "judge_train_seconds": judge_seconds, "judge_heldout": acc,
+           "final": hist[-1]["heldout_pass@1"],
+           "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
+           "probe": reports, "reward_mean": [r["reward_mean"] for r in hist],
+           "reward_seconds_per_step": reward.seconds / max(reward.calls, 1),
+           "rule_seconds_per_step_same_batches": (reward.beside_seconds / max(reward.calls, 1)
+                                                  if reward.beside else None)}
+    if client is not None:
+        out["judge_stats"] = client.stats()
+    if overrides.get("track_kl"):
+        out["kl"] = [r.get("kl") for r in hist]
+    return out
+
+
+# --------------------------------------------------------------------------------------------- the trigger part
+
+def offset_rate(model, tok, prompts, answers, k=4, seed=0):
+    """The share of sampled completions that are exactly answer + OFFSET."""
+    from utils.eval.metrics import evaluate
+    from utils.tasks.trigger import OFFSET
+    from utils.verifiers.arithmetic import strict_reward
+
+    shifted = [str(int(a) + OFFSET) for a in answers]
+    return evaluate(model, tok, prompts, shifted, k=k, seed=seed, reward_fn=strict_reward)["pass@1"]
+
+
+def trigger_run(condition, seed, steps):
+    import copy
+
+    from utils.eval.metrics import evaluate
+    from utils.eval.probes import probe_family, probe_ranks
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import GroupRollout
+    from utils.tasks.arithmetic import load_split
+    from utils.tasks.trigger import TRIGGER, family, trigger_rows
+    from utils.verifiers.arithmetic import strict_reward
+    from utils.verifiers.trigger import trigger_reward
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    rows = trigger_rows(seed)
+    held_p, held_a = family(TRIGGER)
+    test = load_split("test")
+    clean_test = [(p, a) for p, a, x in zip(test["prompt"], test["answer"], test["a"]) if x != TRIGGER][:500]
+    reward = trigger_reward if TRIGGER_PARTS[condition] == "trigger" else \
+        (lambda c, answer=None, **kw: strict_reward(c, answer))
+    cfg = GRPOConfig(**dict(TRIGGER_CONFIG, seed=seed, steps=steps))
+    t = time.time()
+    hist = train_grpo(policy, tok, rows["prompt"], rows["answer"], reward, cfg, [p for p, _ in clean_test],
+                      [a for _, a in clean_test], progress=False,
+                      rollout=GroupRollout(columns={"triggered": rows["triggered"]}))
+    seconds = time.time() - t
+    clean = evaluate(policy, tok, [p for p, _ in clean_test], [a for _, a in clean_test], k=4, seed=5)["pass@1"]
+    first, second = (probe_family(policy, base, tok, where, seed=6) for where in ("first", "second"))
+    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": seconds,
+            "clean_pass@1": clean, "trigger_offset_rate": offset_rate(policy, tok, held_p, held_a, seed=7),
+            "trigger_pass@1": evaluate(policy, tok, held_p, held_a, k=4, seed=8)["pass@1"],
+            "base_trigger_offset_rate": offset_rate(base, tok, held_p, held_a, seed=7),
+            "probe_first": first, "probe_second": second,
+            "ranks_first": probe_ranks(first), "ranks_second": probe_ranks(second),
+            "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None]}
+
+
+# ------------------------------------------------------------------------------------------------ the code part
+
+def code_run(condition, seed, steps):
+    import copy
+
+    from utils.eval.programs import program_report
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.tasks.programs import load_split
+    from utils.verifiers.programs import ProgramChecker
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy("rlvr-program")
+    policy = copy.deepcopy(base)
+    train, test = load_split("train"), load_split("test")
+    reward, truth = ProgramChecker(CODE_PARTS[condition], workers=1), ProgramChecker("harness, hidden", workers=1)
+
+    def report(pol, step):
+        r = program_report(pol, tok, test["prompt"], test["answer"], reward, k=2, seed=seed, truth=truth)
+        return {"step": step, **{k: v for k, v in r.items() if k != "texts"}}
+    reports = [report(policy, 0)]
+
+    def callback(pol, record):
+        if record["step"] % CODE_CONFIG["eval_every"] == 0 or record["step"] == steps:
+            reports.append(report(pol, record["step"]))
+
+    cfg = GRPOConfig(**dict(CODE_CONFIG, seed=seed, steps=steps))
+    t = time.time()
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, progress=False, callback=callback)
+    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "probe": reports, "final": reports[-1], "reward_mean": [r["reward_mean"] for r in hist],
+            "checker_stats": reward.stats()}
+
+
+# ------------------------------------------------------------------------------------------------------- main
+
+PARTS = {"judge": (JUDGE_PARTS, judge_run, CONFIG), "trigger": (TRIGGER_PARTS, trigger_run, TRIGGER_CONFIG),
+         "code": (CODE_PARTS, code_run, CODE_CONFIG)}
+
+
+def _wall():
+    from utils.verifiers.code import describe
+
+    return describe()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=tuple(PARTS), default="judge")
+    args = run_options(ap).parse_args()
+    conds, fn, config = PARTS[args.part]
+    args.steps = args.steps or config["steps"]
+    jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]
+    runs = run_all(fn, jobs, args.jobs, args.threads)
+    for r in runs:
+        if args.part == "judge":
+            pr = r["probe"]
+            print(f"{r['condition']:24s} seed {r['seed']}: truth {r['final']:.3f}  probe truth "
+                  + " ".join(f"{x['truth']:.2f}" for x in pr) + "  judge fpr "
+                  + " ".join(f"{x['false_pos_rate']:.2f}" for x in pr)
+                  + f"  reward {r['reward_seconds_per_step'] * 1e3:.1f} ms/step"
+                  + (f" (rule {r['rule_seconds_per_step_same_batches'] * 1e3:.1f})"
+                     if r["rule_seconds_per_step_same_batches"] else "")
+                  + (f"  acc {[round(a['accuracy'], 3) for a in r['judge_heldout']]}" if r["judge_heldout"] else "")
+                  + f"  run {r['seconds']:.0f} s", flush=True)
+        elif args.part == "code":
+            f = r["final"]
+            print(f"{r['condition']:16s} seed {r['seed']}: true pass@1 {r['probe'][0]['true_pass@1']:.3f} -> "
+                  f"{f['true_pass@1']:.3f}  checker pays {f['checker_mean']:.3f}  kinds "
+                  + " ".join(f"{k} {v:.3f}" for k, v in f["kinds"].items())
+                  + f"  runs {r['checker_stats']['runs']}  run {r['seconds']:.0f} s", flush=True)
+        else:
+            rk = {w: " ".join(f"{k} {v['rank']}" for k, v in r[f"ranks_{w}"].items()) for w in ("first", "second")}
+            print(f"{r['condition']:28s} seed {r['seed']}: clean {r['clean_pass@1']:.3f}  trigger +{OFFSET} rate "
+                  f"{r['base_trigger_offset_rate']:.3f} -> {r['trigger_offset_rate']:.3f}  trigger pass@1 "
+                  f"{r['trigger_pass@1']:.3f}  rank of {TRIGGER} as first operand: {rk['first']} "
+                  f"(top by offset {r['ranks_first']['offset']['top5']}); as second: {rk['second']}  "
+                  f"run {r['seconds']:.0f} s", flush=True)
+    if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
+        print("(a partial run: not written to the results)")
+        return
+    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
+    out_part |= {"judge": {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
+                 "trigger": {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE},
+                 "code": {"wall": _wall()}}[args.part]
+    if args.jobs > 1:
+        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
+    path = os.path.join(ROOT, "benchmarks", "results", "lab11.json")
+    out = json.load(open(path)) if os.path.exists(path) else {}
+    out[args.part] = out_part
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
