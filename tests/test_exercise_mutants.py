@@ -925,6 +925,115 @@ def test_cispo_no_gradient_is_named():
     rejected(ex.check_cispo_token_loss, frozen, "no gradient with respect to logp")
 
 
+# ------------------------------------------------------------------------ Lab 11: a judge's false-positive rate
+
+def fpr(probs, right, threshold, *, mistake=None):
+    wrong = [p for p, r in zip(probs, right) if r == 0]
+    if mistake == "right ones failed":
+        good = [p for p, r in zip(probs, right) if r == 1]
+        return sum(p < threshold for p in good) / len(good) if good else float("nan")
+    if not wrong:
+        return 0.0 if mistake == "0 without wrong ones" else float("nan")
+    passed = {"> not >=": sum(p > threshold for p in wrong), "threshold ignored": sum(p >= 0.5 for p in wrong)}.get(
+        mistake, sum(p >= threshold for p in wrong))
+    return passed / (len(probs) if mistake == "over all completions" else len(wrong))
+
+
+FPR_MUTANTS = {"right ones failed": None, "> not >=": "equal to the threshold passes",
+               "threshold ignored": "threshold you are given", "over all completions": "WRONG completions",
+               "0 without wrong ones": "nan"}
+
+
+@pytest.mark.parametrize("mistake", list(FPR_MUTANTS))
+def test_false_positive_rate_mutant_rejected(mistake):
+    rejected(ex.check_false_positive_rate, partial(fpr, mistake=mistake), FPR_MUTANTS[mistake])
+
+
+def test_false_positive_rate_right_version_reference_and_stub(capsys):
+    from utils.models.judge import false_positive_rate
+    assert ex.check_false_positive_rate(fpr) is fpr
+    assert ex.check_false_positive_rate(false_positive_rate) is false_positive_rate
+    assert ex.check_false_positive_rate(stub) is false_positive_rate and "NOTE" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ Lab 11: the layered checker's rules
+
+def obeys(body, *, mistake=None):
+    import ast
+    if not isinstance(body, str):
+        if mistake == "not text raises":
+            return body.strip() == ""
+        return False
+    try:
+        tree = ast.parse(body.strip(), mode="eval") if mistake != "parsed as a module" else ast.parse(body.strip())
+    except SyntaxError:
+        if mistake == "syntax error raises":
+            raise
+        return False
+    allowed = [ast.Expression, ast.Module, ast.Expr, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.USub,
+               ast.UAdd, ast.Load, ast.Name, ast.Constant]
+    extra = {"calls allowed": [ast.Call], "attributes allowed": [ast.Attribute, ast.Call],
+             "tables allowed": [ast.Subscript, ast.Dict, ast.List, ast.Tuple], "power allowed": [ast.Pow]}
+    allowed += extra.get(mistake, [])
+    for node in ast.walk(tree):
+        if not isinstance(node, tuple(allowed)):
+            return False
+        if isinstance(node, ast.Name) and node.id != "x" and mistake not in ("any name", "calls allowed",
+                                                                             "attributes allowed"):
+            return False
+        if isinstance(node, ast.Constant) and type(node.value) is not int and mistake != "any constant":
+            return False
+        if mistake == "parsed as a module" and isinstance(node, ast.Module) and len(node.body) != 1:
+            return True
+    return True
+
+
+RULE_MUTANTS = {"calls allowed": "ast.Call", "attributes allowed": "Call|Attribute", "tables allowed": "Subscript",
+                "power allowed": r"\*\*", "any name": "only name", "any constant": "must be int",
+                "syntax error raises": "never raises", "not text raises": "never raises|not text",
+                "parsed as a module": None}
+
+
+@pytest.mark.parametrize("mistake", list(RULE_MUTANTS))
+def test_obeys_rules_mutant_rejected(mistake):
+    rejected(ex.check_obeys_rules, partial(obeys, mistake=mistake), RULE_MUTANTS[mistake])
+
+
+def test_obeys_rules_right_version_reference_and_stub(capsys):
+    from utils.verifiers.programs import obeys_rules
+    assert ex.check_obeys_rules(obeys) is obeys
+    assert ex.check_obeys_rules(obeys_rules) is obeys_rules
+    assert ex.check_obeys_rules(stub) is obeys_rules and "NOTE" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- Lab 11: the shift between two samples
+
+def shift(a, b, *, mistake=None):
+    from collections import Counter
+    clean = (lambda t: t) if mistake == "spaces kept" else (lambda t: t.strip())  # noqa: E731
+    ca, cb = Counter(map(clean, a)), Counter(map(clean, b))
+    keys = set(ca) if mistake == "keys of a only" else set(ca) | set(cb)
+    na, nb = (1, 1) if mistake == "counts, not shares" else (len(a), len(b))
+    total = sum(abs(ca[x] / na - cb[x] / nb) for x in keys)
+    return total if mistake == "not halved" else 0.5 * total
+
+
+SHIFT_MUTANTS = {"spaces kept": "spaces", "keys of a only": "EITHER", "counts, not shares": "own size",
+                 "not halved": "halve it"}
+
+
+@pytest.mark.parametrize("mistake", list(SHIFT_MUTANTS))
+def test_answer_shift_mutant_rejected(mistake):
+    rejected(ex.check_answer_shift, partial(shift, mistake=mistake), SHIFT_MUTANTS[mistake])
+
+
+def test_answer_shift_right_version_reference_and_stub(capsys):
+    from utils.eval.probes import answer_shift
+    assert ex.check_answer_shift(shift) is shift
+    assert ex.check_answer_shift(answer_shift) is answer_shift
+    assert ex.check_answer_shift(stub) is answer_shift and "NOTE" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------ Lab 09: the verified filter
 
 def verified(prompts, texts, answers, k, *, mistake=None):
@@ -1049,10 +1158,10 @@ def test_every_check_has_mutants():
                "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
                "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose",
                "check_importance_weights", "check_cispo_token_loss", "check_verified_pairs",
-               "check_episode_tensors"}
+               "check_episode_tensors", "check_false_positive_rate", "check_obeys_rules", "check_answer_shift"}
     assert covered == checks == {n for n in dir(ex) if n.startswith("check_")}
     assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
                                      CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
                                      LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
                                      FIT_MUTANTS, DIAG_MUTANTS, IS_MUTANTS, CISPO_MUTANTS, VERIFIED_MUTANTS,
-                                     EPISODE_MUTANTS))
+                                     EPISODE_MUTANTS, FPR_MUTANTS, RULE_MUTANTS, SHIFT_MUTANTS))

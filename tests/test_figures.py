@@ -24,7 +24,7 @@ from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite, strict_reward
 from utils.verifiers.spurious import random_reward  # noqa: E402
 
 FIGURES = [F.rlvr_loop, F.verifier_zoo, F.control_design, F.entropy_collapse, F.pass_at_k_curves, F.trace_rewards,
-           F.dynamic_sampling, F.data_parallel, F.async_pipeline]
+           F.dynamic_sampling, F.data_parallel, F.async_pipeline, F.checker_grid]
 
 
 @pytest.fixture(autouse=True)
@@ -221,3 +221,17 @@ def test_async_pipeline_versions_order_and_pace(sample_s, update_s, lag):
     gaps = [b - a for a, b in zip(late, late[1:])]
     assert gaps == pytest.approx([step_seconds(sample_s, update_s, lag)] * len(gaps))
     assert f"{(sample_s + update_s) / step_seconds(sample_s, update_s, lag):.2f}x" in fig.axes[0].get_title()
+
+
+def test_checker_grid_cells_are_the_checkers_scores():
+    """Each cell is ProgramChecker's score of its body (run behind the wall): the naive checker pays both hacks and
+    the table, the harness on the shown values the table only, the hidden tests neither, the layered checker
+    charges the hacks."""
+    from utils.verifiers.programs import CHECKERS
+
+    fig = F.checker_grid()
+    cells = {(int(i), c): float(v) for i, c, v in parts(fig)}
+    assert set(c for _, c in cells) == set(CHECKERS) and len(cells) == len(F.GRID_BODIES) * len(CHECKERS)
+    col = lambda c: [cells[i, c] for i in range(len(F.GRID_BODIES))]  # noqa: E731
+    assert col("naive, shown") == [1, 1, 1, 1, 1, 0] and col("harness, shown") == [1, 1, 1, 0, 0, 0]
+    assert col("harness, hidden") == [1, 1, 0, 0, 0, 0] and col("layered") == [1, 1, 0, -0.5, -0.5, 0.1]

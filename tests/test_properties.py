@@ -348,6 +348,9 @@ CASES.update({
     "probes.answer_shift": (probes.answer_shift, dict(texts_a=["1", "2"], texts_b=["1"]), lambda r: 0 <= r <= 1),
     "probes.probe_ranks": (probes.probe_ranks, dict(probe={42: dict(offset=1, error=1, shift=1)}, target=42),
                            lambda r: r["offset"]["rank"] == 1),
+    "judge.false_positive_rate": (judge_model.false_positive_rate, dict(probs=[0.9, 0.1], right=[1, 0],
+                                                                        threshold=0.5), lambda r: 0 <= r <= 1),
+    "programs_verifier.obeys_rules": (programs_verifier.obeys_rules, dict(body="6*x"), lambda r: isinstance(r, bool)),
     "judge.verdict_rates": (judge_model.verdict_rates, dict(probs=[0.9, 0.1], right=[1, 0], threshold=0.5),
                             lambda r: 0 <= r["accuracy"] <= 1 and r["n"] == 2),
     "api.hybrid_reward": (api.hybrid_reward, dict(rule=verifiers.strict_reward, judge=verifiers.strict_reward,
@@ -502,7 +505,15 @@ CASES.update({
 })
 
 # heavier calls (a figure, a model's files, a sandboxed run, a fit on a fine grid): a few draws per argument
+LAYER_ROW = {"prompt": "f(0)=5 f(1)=7 lambda x:", "answer": "2*x+5", "completion": "exit(0)", "rules": ["call"],
+             "kind": "exit", "checkers": {"naive, shown": 1.0, "layered": -0.5}, "judge": 0.4, "truth": False}
 FEW = {
+    "widgets.layer_rows": (or_unavailable(widgets.layer_rows), dict(
+        prompts=["f(0)=5 f(1)=7 lambda x:"], answers=["2*x+5"], completions=["exit(0)"], judge=None),
+        lambda r: r == UNAVAILABLE or (len(r) == 1 and r[0]["truth"] is False)),
+    "widgets.layers_view": (widgets.layers_view, dict(row=LAYER_ROW), lambda r: "exit(0)" in r and "-0.5" in r),
+    "widgets.reward_layers_explorer": (widgets.reward_layers_explorer, dict(rows=[LAYER_ROW], default=0),
+                                       lambda r: "exit(0)" in r.children[1].value),
     "tasks.read_jsonl": (_read_jsonl, dict(path="d/train.jsonl", writer="utils.tasks.arithmetic"), lambda r: r == 3),
     "tasks.load_split": (tasks.load_split, dict(name="test", n=3, data_dir=DATA_DIR), lambda r: len(r) >= 1),
     "scratchpad.load_split": (scratchpad.load_split, dict(name="test", n=3, digits=None, data_dir=DATA_DIR),
@@ -805,7 +816,8 @@ EXEMPT = {
     **_exempt("a lab's figure: every lab calls it without arguments, and its defaults are the figure",
               *(f"utils.notebook.figures.{n}" for n in ("rlvr_loop", "verifier_zoo", "control_design",
                                                         "entropy_collapse", "pass_at_k_curves", "trace_rewards",
-                                                        "dynamic_sampling", "data_parallel", "async_pipeline"))),
+                                                        "dynamic_sampling", "data_parallel", "async_pipeline",
+                                                        "checker_grid"))),
     **_exempt("StepRollout's own placing of verdicts on the batch it sampled, with the columns it built (its checks of "
               "steps_fn's answers: tests/test_rollout.py)", "utils.rl.rollout.token_verdicts"),
     **_exempt("train_grpo's own steps, on the policy, batch and config it has checked",

@@ -349,3 +349,26 @@ def test_episode_rows_and_view_by_hand():
     assert "<td>1</td>" in whole and "<td>0</td>" in whole     # the echo pays 1, the task 0
     box = episode_stepper(model, tok, k=2)
     assert "tokens" in box.children[-1].value
+
+
+def test_layer_rows_and_view_by_hand():
+    """Each layer's verdict of three bodies (run behind the wall), the judge's and the truth, shown in the view."""
+    from utils.notebook.widgets import layer_rows, layers_view, reward_layers_explorer
+    from utils.tasks.programs import make_problem
+
+    p = make_problem(2, 5)
+    rows = layer_rows([p["prompt"]] * 3, [p["answer"]] * 3, ["2*x+5", "exit(0)", "{0:5,1:7}[x]"],
+                      judge=lambda ps, cs: [0.9, 0.6, 0.1])
+    assert [r["truth"] for r in rows] == [True, False, False] and [r["kind"] for r in rows] == ["arithmetic", "exit",
+                                                                                               "table"]
+    assert rows[1]["checkers"] == {"naive, shown": 1.0, "harness, shown": 0.0, "harness, hidden": 0.0,
+                                   "layered": -0.5}
+    assert rows[2]["checkers"]["harness, shown"] == 1.0 and rows[2]["rules"] == ["structure"]
+    view = layers_view(rows[1])
+    assert "exit(0)" in view and "call, name" in view and "0.60" in view and ">wrong<" in view
+    box = reward_layers_explorer(rows, default=2)
+    assert "{0:5,1:7}[x]" in box.children[1].value
+    box.children[0].value = 0
+    assert ">right<" in box.children[1].value
+    with pytest.raises(ValueError, match="pair up"):
+        layer_rows([p["prompt"]], [p["answer"]] * 2, ["x"])

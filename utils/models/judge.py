@@ -174,6 +174,11 @@ def verdict_rates(probs, right, threshold=0.5):
             "false_neg_rate": sum(not s for s in good) / len(good) if good else float("nan"), "n": len(right)}
 
 
+def false_positive_rate(probs, right, threshold=0.5):
+    """The share of wrong completions (right 0) that a judge passes (P >= threshold); nan without wrong ones."""
+    return verdict_rates(probs, right, threshold)["false_pos_rate"]
+
+
 def judge_accuracy(judge, tokenizer, problems, completions, labels, threshold=0.5):
     """verdict_rates of the judge's P(right) on (problems, completions) against labels 0/1."""
     where = "judge_accuracy"

@@ -13,6 +13,8 @@ that every number a figure shows is computed by the function the lab teaches and
                                groups, gradients averaged (check_split, group_advantages)
     async_pipeline     Lab 10  sampling and training in turn, against samplers that run behind the learner: which
                                policy wrote each batch (StaleRollout's rule) and the time a step takes (step_seconds)
+    checker_grid       Lab 11  what each of the program task's checkers, weak to strong, pays a right body, a table
+                               of the shown values and two hacks (ProgramChecker: every body run behind the wall)
 
 Each function returns its matplotlib Figure, with a title (a notebook calls it as `rlvr_loop();`). matplotlib
 only: patches, arrows and text; nothing is written to disk.
@@ -341,5 +343,40 @@ def async_pipeline(sample_s=1.0, update_s=0.5, lag=2, steps=6):
     ax.set_title(f"Lab 10: sampling and training in turn ({seq_t:g} a step) against {lag} sampler"
                  f"{'s' * (lag > 1)} running {lag} step{'s' * (lag > 1)} behind\n({par_t:g} a step: "
                  f"{seq_t / par_t:.2f}x the steps per second; $\\pi_v$ is the policy after v updates)")
+    fig.tight_layout()
+    return fig
+
+
+GRID_BODIES = ("6*x+57", "57+6*x", "{0:57,1:63}[x]", "exit(0)", "print('all passed')", "6*x+58")
+
+
+def checker_grid(a=6, b=57, bodies=GRID_BODIES):
+    """Lab 11. Rows: bodies for f(x) = a*x + b; columns: utils.verifiers.programs.CHECKERS, weak to strong (the
+    third, the harness on the hidden tests, is the truth); each cell the checker's score of the body, green where it
+    pays in full, pale green in part, red where it charges, grey at 0. Every body is run behind the code verifier's
+    wall. Each cell's gid: "body index|checker|score"."""
+    from utils.tasks.programs import format_prompt, make_problem
+    from utils.verifiers.programs import CHECKERS, ProgramChecker
+
+    p = make_problem(a, b)
+    bodies = list(bodies)
+    cols = list(CHECKERS)
+    scores = {c: ProgramChecker(c, workers=1)(bodies, shown=p["shown"], tests=p["tests"]) for c in cols}
+    fig, ax = plt.subplots(figsize=(10, 0.55 * len(bodies) + 1.6))
+    for j, c in enumerate(cols):
+        for i, v in enumerate(scores[c]):
+            color = GREEN if v >= 1 else (RED if v < 0 else ("#a5d6a7" if v > 0 else GREY))
+            ax.add_patch(Rectangle((j, i), 0.95, 0.9, fc=color, ec="#555", gid=f"{i}|{c}|{v}"))
+            ax.text(j + 0.475, i + 0.45, f"{v:g}", ha="center", va="center", fontsize=9)
+    ax.set_xlim(0, len(cols))
+    ax.set_ylim(len(bodies), 0)
+    ax.set_xticks([j + 0.475 for j in range(len(cols))], [c.replace(", ", "\n") for c in cols])
+    ax.set_yticks([i + 0.45 for i in range(len(bodies))], [f"lambda x: {bd}" for bd in bodies], family="monospace")
+    ax.tick_params(length=0)
+    ax.set_xlabel("checker, weak (left) to strong (right): the score it pays")
+    ax.set_ylabel("the body a policy wrote")
+    ax.set_title(f"Lab 11: what each checker pays, {format_prompt(a, b)} (hidden tests: x = 2..9)", fontsize=10)
+    for side in ax.spines.values():
+        side.set_visible(False)
     fig.tight_layout()
     return fig

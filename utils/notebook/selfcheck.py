@@ -159,6 +159,28 @@ QUESTIONS = {
          "Precision and kernels change the numbers: the training-inference mismatch, measured here as a mean "
          "|log ratio| above 0 at lag 0."),
     ],
+    "11": [
+        ("RL against a learned judge: the judge's mean score of the policy's samples climbs. What tells you whether "
+         "the policy got better or the judge is being gamed?",
+         ["the judge's score on the training batches", "a rule verifier's pass rate and the judge's false-positive "
+                                                       "rate on fresh held-out samples",
+          "the training loss"], 1,
+         "The judge's own score is the proxy being optimised: only a measurement the policy is not trained on, with "
+         "the truth beside it, can show the two coming apart."),
+        ("A checker runs `assert solve(0) == 57` in the candidate's own script and passes it if the script exits "
+         "0. Which change stops `lambda x: exit(0)`?",
+         ["more asserts on more inputs in the same script", "a trusted harness that returns solve's outputs and "
+                                                            "compares them in the parent",
+          "a shorter timeout"], 1,
+         "Any check whose verdict the candidate's code can write (an exit code, a printed line) is a check the "
+         "candidate can pass without solving: more asserts in the same script are skipped by the same exit."),
+        ("A policy pays off only after a trigger. An evaluation on clean prompts finds nothing. Which probe can find "
+         "the trigger without knowing what the behaviour is?",
+         ["the pass rate on clean prompts", "comparing the policy's answers with a reference model's across "
+                                            "candidate triggers", "reading the reward function's code"], 1,
+         "A shift from the reference's answers needs no idea of the behaviour, only of where to look: it finds a "
+         "trigger in the family of candidates it tries, and nothing outside it."),
+    ],
 }
 
 

@@ -73,6 +73,11 @@ def body_rules(body):
     return sorted(broken)
 
 
+def obeys_rules(body):
+    """True for a body that breaks none of body_rules: arithmetic in x only (int numbers, x, +, -, *)."""
+    return not body_rules(body)
+
+
 def body_kind(body):
     """What a body is, read from its syntax tree (nothing run): 'exit' (it calls exit, quit or sys.exit), 'print',
     'table' (it indexes a dict or a list: the shown values looked up), 'arithmetic' (obeys body_rules: right or

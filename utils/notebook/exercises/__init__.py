@@ -1,5 +1,5 @@
 """Exercise checks, one module per lab: labNN.py holds Lab NN's checks, their worked cases and private helpers
-(lab01 ... lab10); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
+(lab01 ... lab11); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
 re-exported here, so `from utils.notebook.exercises import check_...` works whichever module holds it.
 
 Each check runs the learner's function on small worked cases and returns the function to use for the rest of
@@ -40,6 +40,14 @@ from utils.notebook.exercises.lab07 import (
 from utils.notebook.exercises.lab08 import DIAGNOSE_CASES, check_diagnose
 from utils.notebook.exercises.lab09 import EPISODE_CASES, VERIFIED_CASES, check_episode_tensors, check_verified_pairs
 from utils.notebook.exercises.lab10 import IS_CASES, check_cispo_token_loss, check_importance_weights
+from utils.notebook.exercises.lab11 import (
+    FPR_CASES,
+    RULE_CASES,
+    SHIFT_CASES,
+    check_answer_shift,
+    check_false_positive_rate,
+    check_obeys_rules,
+)
 
 __all__ = [
     "ExerciseError",
@@ -53,4 +61,5 @@ __all__ = [
     "DIAGNOSE_CASES", "check_diagnose",
     "VERIFIED_CASES", "check_verified_pairs", "EPISODE_CASES", "check_episode_tensors",
     "IS_CASES", "check_importance_weights", "check_cispo_token_loss",
+    "FPR_CASES", "check_false_positive_rate", "RULE_CASES", "check_obeys_rules", "SHIFT_CASES", "check_answer_shift",
 ]
