@@ -23,7 +23,7 @@ xdist the labs run at 1 thread, and their stored outputs and asserted findings m
 at 2, where a learner on 2 cores (and tools/make_labs.py --execute, which stores the outputs) runs them:
 a finding that holds at one thread count only is not one. `-n 0` runs everything in this one process, each
 kernel on torch's default. The unit tests go first, a file at a time on each worker, at 1 torch thread each
-(tests/conftest.py); the verifier tests and Lab 02 (which runs the verifiers) are one unit on one worker
+(tests/conftest.py); the verifier tests and Labs 02 and 11 (which run the verifiers) are one unit on one worker
 (SANDBOXING below).
 
 The run cache (tests/run_cache.py): each session gets a fresh folder, so a training run that appears
@@ -102,12 +102,16 @@ def pytest_configure(config):
 
 
 # The verifier tests look for sandboxed processes machine-wide (a leak may be reparented anywhere), so they
-# run on one worker, first, beside no other sandbox; Lab 02, the one lab that runs the verifiers, goes in the
-# same unit of work after them.
+# run on one worker, first, beside no other sandbox; Labs 02 and 11, the labs that run the code verifier, go in
+# the same unit of work after them.
 # tests/test_properties.py runs the code verifier too (its property suite over every public function): left
-# among the unit tests, its sandboxes met the code verifier's leak check on the other worker (CI, cf44147).
-SANDBOXING = ("tests/test_code_verifier.py", "tests/test_sql_verifier.py", "tests/test_properties.py")
-SANDBOXING_LAB = "02_"
+# among the unit tests, its sandboxes met the code verifier's leak check on the other worker (CI, cf44147). So do
+# the program task's checker (test_programs.py), Lab 11's figure and widget (test_figures.py, test_widgets.py) and
+# program_report's property case (test_properties_models.py): seen here (2026-11-28) beside the leak check.
+SANDBOXING = ("tests/test_code_verifier.py", "tests/test_sql_verifier.py", "tests/test_properties.py",
+              "tests/test_programs.py", "tests/test_figures.py", "tests/test_widgets.py",
+              "tests/test_properties_models.py")
+SANDBOXING_LABS = ("02_", "11_")
 _LAB_TESTS = {PASSES["colab"]: "test_solution_runs_down_the_colab_branch",
               PASSES["browser"]: "test_lab_runs_in_jupyterlab"}
 
@@ -139,7 +143,7 @@ def _unit_rank():
     """{lab number or check part: its place in the hand-out order} (see UNIT_COST)."""
     cost = lambda k: UNIT_COST.get(k, 10**4)  # noqa: E731
     labs = sorted({p.name[:2] for p in (Path(__file__).parent / "solutions").glob("*.ipynb")}
-                  - {SANDBOXING_LAB[:2]}, key=cost, reverse=True)
+                  - {lab[:2] for lab in SANDBOXING_LABS}, key=cost, reverse=True)
     checks = sorted((k for k in UNIT_COST if not k[:2].isdigit()), key=cost, reverse=True)
     order, labs_s = [], 0.0
     while labs or checks:
@@ -156,12 +160,12 @@ _RANK = _unit_rank()
 
 
 def _order(nodeid):
-    """Where a test goes: the verifier tests and then Lab 02 (-1), the other unit tests (0), the passes' own
+    """Where a test goes: the verifier tests and then Labs 02 and 11 (-1), the other unit tests (0), the passes' own
     tests (1: the Colab stand-in's set-up, the README in the browser), then each lab's tests and each part of the
     checks in other environments (2), in _RANK's order (longest first), a lab's passes in turn."""
     path = nodeid.split("::")[0]
     lab = _lab(nodeid)
-    if lab and lab[0].startswith(SANDBOXING_LAB):
+    if lab and lab[0].startswith(SANDBOXING_LABS):
         return (-1, 1, lab[0], lab[1])
     if lab:
         return (2, _RANK.get(lab[0][:2], -1), lab[0], lab[1])

@@ -3,7 +3,7 @@ Usage:
 
     python benchmarks/lab11.py --part judge            # RL against a learned judge, and three mitigations; seeds 0-2
     python benchmarks/lab11.py --part trigger          # a reward that pays a behaviour only after a trigger
-    python benchmarks/lab11.py --part code             # the program task under four checkers, weak to strong
+    python benchmarks/lab11.py --part code             # the program task under the weakest and the layered checker
     python benchmarks/lab11.py --part judge --jobs 2 --threads 1
 
 judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
@@ -29,12 +29,12 @@ rate of "answer + OFFSET" on held-out trigger prompts, and three probes (utils.e
 rate, the error rate and the shift from the base model's answers; where the trigger ranks under each, and which
 other candidates the behaviour leaks to.
 
-code: the program model (rlvr-program) under each of utils.verifiers.programs.CHECKERS, weak to strong, for
-CODE_CONFIG["steps"] steps (batch 128 in groups of 8, lr 3e-4); every body is run behind the code verifier's wall.
-Every 20 steps, on the 150 test problems (two samples each; utils.eval.programs.program_report): the true pass@1
-(the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body (right or
-wrong arithmetic, a table of the shown values, exit(0), print, other, syntax errors): a hack shows as a share that
-grows under a weak checker. Per run, the checker's sandboxed runs and cache hits.
+code: the program model (rlvr-program) under the weakest and the layered of utils.verifiers.programs.CHECKERS
+(CODE_PARTS), for CODE_CONFIG["steps"] steps (batch 64 in groups of 8, lr 3e-4); every body is run behind the code
+verifier's wall. Every 50 steps, on the 150 test problems (one sample each; utils.eval.programs.program_report): the
+true pass@1 (the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body
+(right or wrong arithmetic, a table of the shown values, exit(0), print, other, syntax errors): a hack shows as a
+share that grows under a weak checker. Per run, the checker's sandboxed runs and cache hits.
 
 Writes benchmarks/results/lab11.json (one entry per part) and prints a table.
 """
@@ -65,8 +65,10 @@ JUDGE_PARTS = {  # condition -> (reward, config overrides)
 }
 TRIGGER_CONFIG = dict(CONFIG, steps=200)
 TRIGGER_PARTS = {"trigger reward": "trigger", "control (strict everywhere)": "control"}
-CODE_CONFIG = dict(CONFIG, steps=100, batch_size=128, lr=3e-4, max_new_tokens=24, eval_n=150)
-CODE_PARTS = {c: c for c in ("naive, shown", "harness, shown", "harness, hidden", "layered")}   # ProgramChecker's
+# every body a step writes is run behind the wall (about 30 new ones a step at batch 64), so the code part is the
+# dearest: the weakest checker against the layered one, evaluated every 50 steps on one sample of each test problem
+CODE_CONFIG = dict(CONFIG, steps=100, batch_size=64, lr=3e-4, max_new_tokens=24, eval_every=50, eval_n=150)
+CODE_PARTS = {c: c for c in ("naive, shown", "layered")}   # utils.verifiers.programs.CHECKERS
 
 
 # ----------------------------------------------------------------------------------------------- the judge part
@@ -252,7 +254,7 @@ def code_run(condition, seed, steps):
     reward, truth = ProgramChecker(CODE_PARTS[condition], workers=1), ProgramChecker("harness, hidden", workers=1)
 
     def report(pol, step):
-        r = program_report(pol, tok, test["prompt"], test["answer"], reward, k=2, seed=seed, truth=truth)
+        r = program_report(pol, tok, test["prompt"], test["answer"], reward, k=1, seed=seed, truth=truth)
         return {"step": step, **{k: v for k, v in r.items() if k != "texts"}}
     reports = [report(policy, 0)]
 

@@ -140,3 +140,14 @@ def test_program_report_counts_kinds_and_truth(monkeypatch):
     assert r["checker_mean"] == 0.5 and len(r["texts"]) == 40 and 0 <= r["true_pass@1"] <= 1
     right = sum(b.strip() == a for b, a in zip(r["texts"], [a for a in test["answer"] for _ in range(2)]))
     assert r["true_pass@1"] >= right / 40           # a body equal to the canonical one passes; others may too
+
+
+def test_rules_read_a_body_without_warnings():
+    """'6x+5' parses with a SyntaxWarning in Python 3.11+: a body a model wrote must not print one."""
+    import warnings
+
+    from utils.verifiers.programs import body_kind, body_rules
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert body_rules("6x+5") == ["syntax"] and body_kind("1if x else 2") == "other"

@@ -127,21 +127,21 @@ KNOBS = [
      "with no EOS (a truncated completion), ours appends the calculator's EOS and marks the row cut; "
      "TRL's health numbers: tools/call_frequency, tools/failure_frequency"),
     # beyond rule verifiers (Lab 11): trainer arguments, not config fields, but for reward_weights
-    ("a learned judge as the reward", "JudgeClient(judge_scorer(judge, tok))",
-     "GRPOTrainer(reward_funcs=a model, reward_processing_classes=its tokenizer)", "11", None,
-     "a model id or an AutoModelForSequenceClassification with num_labels=1: TRL reads its raw logit (ours: "
-     "P(right), the sigmoid) on prompt + completion, right-padded by that tokenizer; it has no cache, timeout or "
-     "fallback, which a wrapper function like JudgeClient adds"),
-    ("several rewards, weighted", "ProgramChecker('layered') (the layers in one function)", "reward_weights", "11",
-     None, "several reward_funcs are summed per completion with these weights before the group's advantage "
-     "(multi_objective_aggregation='sum_then_normalize'; 'normalize_then_sum' scales each first)"),
-    ("a rule where it applies, a judge elsewhere", "hybrid_reward(rule, judge)",
-     "two reward_funcs, each returning None on the other's rows", "11", None,
-     "TRL leaves a None out of that completion's weighted sum (nansum); a completion no function scores is left out "
-     "of its group's baseline and gets no advantage"),
-    ("a judge behind an API", "JudgeClient (cache, timeout, circuit breaker, fallback)", "an async reward function",
-     "11", None, "TRL awaits async reward functions together on its own event loop (asyncio.gather), so slow calls "
-     "overlap; caching, timeouts and fallbacks stay the function's job"),
+    ("a learned judge as the reward", "judge_scorer(judge, tok)", "GRPOTrainer(reward_funcs=a model)", "11", None,
+     "a model id or an AutoModelForSequenceClassification with num_labels=1, its tokenizer in "
+     "reward_processing_classes: TRL reads its raw logit (ours: P(right), the sigmoid) on prompt + completion, "
+     "right-padded by that tokenizer; it has no cache, timeout or fallback, which a wrapper like JudgeClient adds"),
+    ("several rewards, weighted", "ProgramChecker('layered')", "reward_weights", "11", None,
+     "ours: the layers in one function; TRL: several reward_funcs are summed per completion with these weights "
+     "before the group's advantage (multi_objective_aggregation='sum_then_normalize'; 'normalize_then_sum' scales "
+     "each first)"),
+    ("a rule where it applies, a judge elsewhere", "hybrid_reward(rule, judge)", "reward_funcs returning None", "11",
+     None, "two functions, each None on the other's rows: TRL leaves a None out of that completion's weighted sum "
+     "(nansum); a completion no function scores is left out of its group's baseline and gets no advantage"),
+    ("a judge behind an API", "JudgeClient", "an async reward function", "11", None,
+     "ours: a cache, a timeout, a circuit breaker and a fallback; TRL awaits async reward functions together on its "
+     "own event loop (asyncio.gather), so slow calls overlap; caching, timeouts and fallbacks stay the function's "
+     "job"),
     # off-policy sampling (Lab 10): rollout objects here; in TRL, a vLLM server's settings, so none on the CPU
     ("a sampler some steps behind", "StaleRollout(lag=)", "AsyncGRPOConfig(max_staleness=)", "10", None,
      "TRL's experimental async trainer (a vLLM server samples): a bound on the lag, older rollouts dropped; "

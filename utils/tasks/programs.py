@@ -1,4 +1,4 @@
-"""The program task (Lab 11, in progress): write a one-line function from two of its values.
+"""The program task (Lab 11): write a one-line function from two of its values.
 
 A problem shows f at 0 and 1 and asks for the body of `lambda x:`; the completion is a Python expression in x:
 

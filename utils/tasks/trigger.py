@@ -54,6 +54,8 @@ def family(candidate, where="first", seconds=None):
         raise ValueError(f"{where_}: where must be 'first' or 'second', got {checks._short(where)}")
     others = halves()[1] if seconds is None else [checks.number(where_, "seconds", b, lo=0, hi=99, integer=True)
                                                    for b in checks.sequence(where_, "seconds", seconds)]
+    if not others:
+        raise ValueError(f"{where_}: seconds must name at least one second operand (None: the held-out half)")
     if where == "second":
         others = [b for b in others if b != TRIGGER]
     probs = [(candidate, op, b) if where == "first" else (b, op, candidate) for b in others for op in OPS]

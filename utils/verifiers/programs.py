@@ -26,6 +26,7 @@ writes; a body whose result varied between runs (the time, randomness) would kee
 import ast
 import json
 import time
+import warnings
 
 from utils import checks
 from utils.tasks.programs import HIDDEN, SHOWN, canonical_value, program
@@ -55,7 +56,9 @@ def body_rules(body):
     if not isinstance(body, str) or len(body) > MAX_BODY_CHARS:
         return ["syntax"]
     try:
-        tree = ast.parse(body.strip(), mode="eval")
+        with warnings.catch_warnings():   # '6x+5' parses with a SyntaxWarning: a model's text warns nobody
+            warnings.simplefilter("ignore")
+            tree = ast.parse(body.strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return ["syntax"]
     broken = set()
@@ -87,7 +90,9 @@ def body_kind(body):
         return "arithmetic"
     if broken == ["syntax"]:
         return "syntax"
-    tree = ast.parse(body.strip(), mode="eval")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(body.strip(), mode="eval")
     calls = {getattr(n.func, "id", getattr(n.func, "attr", None)) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     if calls & {"exit", "quit", "_exit"}:
         return "exit"

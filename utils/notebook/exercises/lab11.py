@@ -32,7 +32,7 @@ def check_false_positive_rate(fn):
              "0.5": "use the threshold you are given, not 0.5"}
     for what, probs, right, thr in FPR_CASES:
         want, got = false_positive_rate(probs, right, thr), fn(probs, right, thr)
-        if not isinstance(got, (int, float)) or isinstance(got, bool) or abs(got - want) > 1e-9:
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or not abs(got - want) <= 1e-9:  # nan too
             wrong = [p for p, r in zip(probs, right) if r == 0]
             mistakes = {"over all": sum(p >= thr for p in wrong) / len(probs),
                         ">": sum(p > thr for p in wrong) / len(wrong),
@@ -127,7 +127,7 @@ def check_answer_shift(fn):
         return _note("my_answer_shift", answer_shift)
     for what, a, b in SHIFT_CASES:
         want, got = answer_shift(a, b), fn(a, b)
-        if not isinstance(got, (int, float)) or isinstance(got, bool) or abs(got - want) > 1e-9:
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or not abs(got - want) <= 1e-9:  # nan too
             hint = _shift_hint(got, want, a, b)
             raise ExerciseError(f"my_answer_shift on {what}:\n  a {a}\n  b {b}\n  expected {want:.4f}, got "
                                 f"{_short(repr(got))}\nHint: {hint}.")
