@@ -28,7 +28,8 @@ that decides the result:
   1 thread than at 2), so a run computed in a 1-thread kernel is never handed to a 2-thread one.
 
 A hit restores every side effect the call had: the trained weights (loaded into the model passed
-in), the history (a callback's returned values are part of it; the callback is not called again)
+in), the history (a callback's returned values are part of it; the callback is not called again, so a
+run whose callback returned nothing at every step, working by side effect alone, is never stored)
 and the global random-number states after the call. Nothing is kept per step. Anything the key
 cannot fingerprint (an open file, a time limit) makes the call run uncached, never wrongly cached.
 
@@ -387,8 +388,20 @@ def _cached(fn, kind, parts, label, with_trainer):
                 print(f"({label}, {cfg.steps} steps: the same run was computed earlier in this test session; "
                       f"loaded from the run cache, {ENV})")
                 return (hit["history"], None) if with_trainer else hit["history"]
+            returned = []                     # what the callback returned, step by step
+            callback = a.arguments.get("callback")
+            if callback is not None:
+                def watched(*cb_args, **cb_kwargs):
+                    extra = callback(*cb_args, **cb_kwargs)
+                    returned.append(extra is not None)
+                    return extra
+                a.arguments["callback"] = watched
             t0 = time.perf_counter()
-            out = fn(*args, **kwargs)
+            out = fn(*a.args, **a.kwargs)
+            if returned and not any(returned):
+                # a callback that never returned anything works by side effect (appending to a list of its own),
+                # which a hit cannot replay: store nothing, so every pass runs it (and says so in the ledger)
+                k, why = None, "a callback that returned nothing: its side effects cannot be replayed"
             note(kind, "miss" if k is not None else "uncached", time.perf_counter() - t0, why)
             save(k, {"state": _weights(policy), "history": out[0] if with_trainer else out})
             return out

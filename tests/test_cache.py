@@ -2,6 +2,7 @@
 must give back exactly what computing would have (weights, history, random states, a callback's records);
 it wraps the trainers from outside, in kernels started with the suite's IPython directory."""
 import copy
+import json
 import os
 import random
 import sys
@@ -155,6 +156,35 @@ def test_train_grpo_hit_is_the_computed_run(on, shipped, train, capsys):
     (entry,) = on.glob("*.pt")
     weights = sum(v.numel() * v.element_size() for v in model.state_dict().values())
     assert entry.stat().st_size < 1.5 * weights
+
+
+SEEN = []  # module level, as CALLS
+
+
+def test_a_callback_that_returns_nothing_is_never_replayed(on, shipped, train, capsys):
+    """A callback that works by side effect alone (Lab 11 once appended its reports to a list of its own): a hit
+    would not call it, and the list would stay empty. Such a run is computed every time, and the ledger says why;
+    a callback that returns its values at some steps is stored as before."""
+    model, tok = shipped
+    cfg = GRPOConfig(**TINY)
+    SEEN.clear()
+
+    def side_effect(policy, rec):
+        SEEN.append(rec["step"])
+
+    def some_steps(policy, rec):
+        if rec["step"] == 2:
+            return {"two": 2}
+    for _ in range(2):
+        train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False, callback=side_effect)
+    assert SEEN == [1, 2, 3, 1, 2, 3]                               # both calls ran it
+    assert "loaded from the run cache" not in capsys.readouterr().out and not list(on.glob("*.pt"))
+    ledger = [json.loads(line) for line in (on / cache.LEDGER).read_text().splitlines()]
+    assert [e["outcome"] for e in ledger] == ["uncached", "uncached"] and "side effect" in ledger[0]["why"]
+    hists = [train_grpo(copy.deepcopy(model), tok, *train, strict_reward, cfg, progress=False,
+                        callback=some_steps) for _ in range(2)]
+    assert "loaded from the run cache" in capsys.readouterr().out and hists[0] == hists[1]
+    assert [r.get("two") for r in hists[1]] == [None, 2, None]
 
 
 def test_global_random_states_are_part_of_the_key(on, shipped):
