@@ -1,5 +1,9 @@
 """What every multi-seed benchmark script shares: its run options and running its runs one after another or side
-by side (benchmarks/lab06.py, lab07.py, lab07_mix.py, lab10.py)."""
+by side (benchmarks/lab06.py, lab07.py, lab07_mix.py, lab10.py), and writing one part of a results file."""
+import json
+import os
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def run_options(ap, conditions_help=None):
@@ -26,3 +30,14 @@ def run_all(fn, jobs, n_jobs=1, threads=2):
         with multiprocessing.get_context("spawn").Pool(n_jobs, _threads, (threads,)) as pool:
             return pool.starmap(fn, jobs)
     return [fn(*job) for job in jobs]
+
+
+def write_part(name, part, value):
+    """Set `part` of benchmarks/results/<name>.json to `value`, keeping the file's other parts; return the path."""
+    path = os.path.join(RESULTS, f"{name}.json")
+    out = json.load(open(path)) if os.path.exists(path) else {}
+    out[part] = value
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("wrote", path)
+    return path

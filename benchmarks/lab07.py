@@ -28,14 +28,13 @@ ScaleRL's sigmoid (arXiv 2510.13786) to the seed-mean curve, and a second fit on
 compute predicts the second half. Writes its part into benchmarks/results/lab07.json and prints a table.
 """
 import argparse
-import json
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options  # noqa: E402
+from benchmarks.common import run_all, run_options, write_part  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 # the notebook's config (solutions/07_data_and_compute.ipynb shows the same values and checks them)
@@ -250,12 +249,7 @@ def main():
     if args.steps not in (None, config["steps"]) or args.conditions or args.seeds != [0, 1, 2]:
         print("(a partial run: not written to the results)")
         return
-    path = os.path.join(ROOT, "benchmarks", "results", "lab07.json")
-    out = json.load(open(path)) if os.path.exists(path) else {}
-    out[args.part] = out_part
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
-    print("wrote", path)
+    write_part("lab07", args.part, out_part)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ pipeline model: an overlapped pipeline's step takes max(sampling, update), a seq
 Writes benchmarks/results/lab10.json (one entry per part) and prints a table.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options  # noqa: E402
+from benchmarks.common import run_all, run_options, write_part  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 CONFIG = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
@@ -140,12 +139,7 @@ def main():
                 "base_heldout_pass@1": before["heldout_pass@1"], "runs": runs}
     if args.jobs > 1:
         out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
-    path = os.path.join(ROOT, "benchmarks", "results", "lab10.json")
-    out = json.load(open(path)) if os.path.exists(path) else {}
-    out[args.part] = out_part
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
-    print("wrote", path)
+    write_part("lab10", args.part, out_part)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ share that grows under a weak checker. Per run, the checker's sandboxed runs and
 Writes benchmarks/results/lab11.json (one entry per part) and prints a table.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -47,7 +46,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options  # noqa: E402
+from benchmarks.common import run_all, run_options, write_part  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 from utils.tasks.trigger import OFFSET, SHARE, TRIGGER  # noqa: E402
 
@@ -323,12 +322,7 @@ def main():
                  "code": {"wall": _wall()}}[args.part]
     if args.jobs > 1:
         out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
-    path = os.path.join(ROOT, "benchmarks", "results", "lab11.json")
-    out = json.load(open(path)) if os.path.exists(path) else {}
-    out[args.part] = out_part
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
-    print("wrote", path)
+    write_part("lab11", args.part, out_part)
 
 
 if __name__ == "__main__":
