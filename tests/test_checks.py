@@ -61,3 +61,16 @@ def test_same_shape_and_short():
         checks.same_shape("f", a=torch.zeros(2, 3), b=torch.ones(3, 2))
     assert checks._short("x" * 1000).endswith("...") and len(checks._short("x" * 1000)) == 60
     assert checks._short(1.5) == "1.5"
+
+
+def test_sequence_by_hand():
+    assert checks.sequence("f", "answers", ("1", 2)) == ["1", 2]
+    assert checks.sequence("f", "answers", np.array([3, 4]), length=2) == [3, 4]
+    for bad in ("12", {"a": 1}, {1}, 5, None):
+        with pytest.raises(ValueError, match=r"f: answers must be a list \(one entry per problem\)"):
+            checks.sequence("f", "answers", bad)
+    with pytest.raises(ValueError, match=r"f: answers has 2 entries and prompts has 3: answers must have one per "
+                                         r"entry of prompts"):
+        checks.sequence("f", "answers", [1, 2], length=3)
+    with pytest.raises(ValueError, match=r"tests has 1 entries and texts has 2"):
+        checks.sequence("f", "tests", [1], length=2, of="texts")

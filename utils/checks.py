@@ -91,14 +91,16 @@ def strings(where, name, x):
     return x
 
 
-def sequence(where, name, x, length=None):
+def sequence(where, name, x, length=None, of="prompts"):
     """x as a list, after checking: a list, tuple, array or other sequence (one string, a dict or a set is
-    not), of `length` entries when given (what it must line up with, e.g. one answer per prompt)."""
+    not), of `length` entries when given: one per entry of the argument named `of` (e.g. one answer per prompt),
+    which the message names beside `name`."""
     if isinstance(x, (str, bytes, dict, set)) or not hasattr(x, "__len__") or not hasattr(x, "__iter__"):
         raise ValueError(f"{where}: {name} must be a list (one entry per problem), got {_short(x)}")
     x = list(x)
     if length is not None and len(x) != length:
-        raise ValueError(f"{where}: {name} has {len(x)} entries and must have {length} (one per prompt)")
+        raise ValueError(f"{where}: {name} has {len(x)} entries and {of} has {length}: {name} must have one per "
+                         f"entry of {of}")
     return x
 
 

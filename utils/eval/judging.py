@@ -26,10 +26,8 @@ def rubric_labels(model, tokenizer, prompts, answers, k=8, flip=0.1, seed=0, rew
     k = checks.number(where, "k", k, lo=1, hi=10_000, integer=True)
     flip = checks.number(where, "flip", flip, lo=0, hi=1)
     seed = checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True)
-    prompts, answers = checks.strings(where, "prompts", prompts), checks.sequence(where, "answers", answers)
-    if len(prompts) != len(answers) or not prompts:
-        raise ValueError(f"{where}: one answer per prompt and at least one prompt, got {len(prompts)} prompts and "
-                         f"{len(answers)} answers")
+    prompts = checks.strings(where, "prompts", prompts)               # a non-empty list
+    answers = checks.sequence(where, "answers", answers, length=len(prompts))
     ev = evaluate(model, tokenizer, prompts, answers, k=k, seed=seed, max_new_tokens=max_new_tokens,
                   reward_fn=reward_fn)
     rep = [a for a in answers for _ in range(k)]
@@ -45,10 +43,8 @@ def judge_report(policy, judge, tokenizer, prompts, answers, seed=0, reward_fn=s
     top_share (the share of the most common completion: how far the policy has collapsed onto one answer)}."""
     where = "judge_report"
     checks.model(where, "policy", policy)
-    prompts, answers = checks.strings(where, "prompts", prompts), checks.sequence(where, "answers", answers)
-    if len(prompts) != len(answers) or not prompts:
-        raise ValueError(f"{where}: one answer per prompt and at least one prompt, got {len(prompts)} prompts and "
-                         f"{len(answers)} answers")
+    prompts = checks.strings(where, "prompts", prompts)               # a non-empty list
+    answers = checks.sequence(where, "answers", answers, length=len(prompts))
     ev = evaluate(policy, tokenizer, prompts, answers, k=1, seed=seed, max_new_tokens=max_new_tokens,
                   reward_fn=reward_fn)
     right = (np.array(checks.reward_scores(reward_fn, "reward_fn", ev["texts"], list(answers), {})) >= 1)

@@ -16,10 +16,8 @@ def program_report(policy, tokenizer, prompts, answers, checker=None, k=2, seed=
     None without one), kinds {kind: share}, texts}. Every body is run behind the code verifier's wall."""
     where = "program_report"
     checks.model(where, "policy", policy)
-    prompts, answers = checks.strings(where, "prompts", prompts), checks.sequence(where, "answers", answers)
-    if len(prompts) != len(answers) or not prompts:
-        raise ValueError(f"{where}: one answer per prompt and at least one prompt, got {len(prompts)} prompts and "
-                         f"{len(answers)} answers")
+    prompts = checks.strings(where, "prompts", prompts)               # a non-empty list
+    answers = checks.sequence(where, "answers", answers, length=len(prompts))
     checks.function(where, "checker", checker, none=True)
     truth = truth or ProgramChecker("harness, hidden")
     checks.function(where, "truth", truth)
