@@ -12,7 +12,7 @@
     rl/          the RL algorithm: GRPO's maths and config (grpo.py), our training loop (loop.py) and how its
                  batches are made (rollout.py), the same run through TRL (trl_trainer.py), several processes
     runs/        recipes that put the layers together: a lab's runs, building the base models
-    notebook/    what only the notebooks need: exercise checks (exercises/labNN.py), plots, widgets
+    notebook/    what only the notebooks need: exercise checks (exercises/labNN.py), plots, widgets (widgets/labNN.py)
 
 The list runs from the bottom layer up: a module imports from its own layer or earlier ones in this list,
 never later ones (tests/test_layers.py).

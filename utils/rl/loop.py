@@ -18,7 +18,6 @@ from utils.rl.grpo import (
     high_entropy_mask,
     loss_stats,
     policy_loss,
-    process_advantages,
     zero_spread,
 )
 from utils.rl.rollout import GroupRollout
@@ -32,33 +31,19 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     Each step: 1-2. the rollout draws prompts from prompts/answers, samples cfg.group_size completions of each
     and rewards them with reward_fn(completions, answer, **kw) -> list[float] (rollout.py: GroupRollout() by
     default; GroupRollout(columns=, pools=) for extra reward inputs and curricula; your own for other
-    samplers); 3. group-relative advantages (advantage_fn); 4. cfg.updates_per_batch clipped updates (loss_fn:
-    the lab's exercises plug in here and above); 5. the record (step_record; every cfg.eval_every steps and at
-    the end, heldout_metrics on eval_prompts/eval_answers, eval_sets {name: (prompts, answers)} and eval_rewards
-    {name: reward_fn}). correct_fn (default: reward >= 1 in training, the strict verifier held out) judges a
-    completion right (held out it gets only completions and answers, and its mean is the pass@1). rollout is
-    an object with start() (rollout.py), not a policy.Rollout; ref is the frozen reference for the KL (default:
-    a copy of policy as it starts); progress: True, False or the bar's label. callback(policy, record) runs
-    after each step; a dict it returns joins the record.
+    samplers); 3. group-relative advantages (advantage_fn), with what the rollout adds (Batch.advantages: per-step
+    credit, weights); 4. cfg.updates_per_batch clipped updates (loss_fn: the lab's exercises plug in here and
+    above); 5. the record (step_record; every cfg.eval_every steps and at the end, heldout_metrics on
+    eval_prompts/eval_answers, eval_sets {name: (prompts, answers)} and eval_rewards {name: reward_fn}).
+    correct_fn (default: reward >= 1 in training, the strict verifier held out) judges a completion right (held
+    out it gets only completions and answers, and its mean is the pass@1). rollout is an object with start()
+    (rollout.py), not a policy.Rollout; ref is the frozen reference for the KL (default: a copy of policy as it
+    starts); progress: True, False or the bar's label. callback(policy, record) runs after each step; a dict it
+    returns joins the record.
     Stops after cfg.steps, or once cfg.max_completions completions were sampled or cfg.max_seconds passed.
     """
-    if not isinstance(cfg, GRPOConfig):
-        raise ValueError(f"train_grpo: cfg must be a GRPOConfig, got {checks._short(cfg)}")
-    cfg.validate()
-    _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn, rollout)
-    if cfg.ratio_level != "token" and not _takes(loss_fn, "level"):
-        raise ValueError(f"train_grpo: cfg.ratio_level={cfg.ratio_level!r} passes loss_fn a keyword `level`, and "
-                         f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it a level='token' parameter "
-                         f"(see grpo.policy_loss) or set ratio_level='token'")
-    for name in cfg.objective_params():
-        if not _takes(loss_fn, name):
-            raise ValueError(f"train_grpo: cfg.loss_type={cfg.loss_type!r} passes loss_fn the keyword `{name}`, and "
-                             f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it **params and pass them "
-                             f"on to grpo.per_token_loss (see grpo.policy_loss), or pick another loss_type")
-    eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
-    for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
-        fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
-             list(ps)[:cfg.eval_n], cfg.max_new_tokens)
+    eval_sets = _check_args(policy, tokenizer, reward_fn, cfg, ref, loss_fn, advantage_fn, callback, eval_rewards,
+                            correct_fn, rollout, eval_prompts, eval_answers, eval_sets)
     torch.manual_seed(cfg.seed)
     draw = (rollout or GroupRollout()).start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
     if ref is None and (cfg.beta > 0 or cfg.track_kl):  # frozen reference: the policy before training
@@ -75,22 +60,13 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     with keep_history(history, cfg), bar:  # an error or an interrupt mid-run carries the steps done
         for step in range(cfg.steps):
             b = draw(step)                                                          # 1-2. sample, reward
-            ro, device = b.ro, b.ro.completion_ids.device
-            adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline)  # 3. [N]
-            if not isinstance(adv, torch.Tensor) or adv.shape != b.rewards.shape:
-                raise ValueError(f"train_grpo: advantage_fn must return a tensor of one advantage per completion "
-                                 f"{tuple(b.rewards.shape)}, got {checks._short(adv)}")
-            adv = adv.to(device)
-            if b.steps is not None:  # per-step credit (rollout.StepRollout): one advantage per token, [N, T]
-                adv = b.steps.outcome_weight * adv[:, None] + process_advantages(
-                    b.steps.rewards, b.steps.mask, cfg.group_size, cfg.scale_std).to(device)
-            if b.weights is not None:  # a stale or mismatched sampler's importance weights (StaleRollout), [N, T]
-                adv = (adv if adv.dim() == 2 else adv[:, None]) * b.weights.to(device)
-            ref_logp = reference_logprobs(ref, ro, cfg)                             # [N, T]
+            adv = advantage_fn(b.rewards, cfg.group_size, cfg.scale_std, cfg.baseline)  # 3. advantage [N]
+            adv = b.advantages(adv, cfg)     # and what the rollout adds (per-step credit, weights): [N] or [N, T]
+            ref_logp = reference_logprobs(ref, b.ro, cfg)                           # [N, T]
             for _ in range(cfg.updates_per_batch):                                  # 4. update
-                loss, stats, ent = update(policy, opt, ro, adv, ref_logp, cfg, loss_fn)
+                loss, stats, ent = update(policy, opt, b.ro, adv, ref_logp, cfg, loss_fn)
             sched.step()
-            rec = step_record(step + 1, b.rewards, ro, loss, stats, ent, cfg, b.right) | b.counts | \
+            rec = step_record(step + 1, b.rewards, b.ro, loss, stats, ent, cfg, b.right) | b.counts | \
                 heldout_keys(eval_sets, eval_rewards)                              # 5. record
             stop = clock.spent(rec)
             if step + 1 == cfg.steps or stop or (cfg.eval_every and (step + 1) % cfg.eval_every == 0):
@@ -116,10 +92,14 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
     return history
 
 
-def _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn,
-                rollout):
-    """train_grpo's arguments checked before any training: ValueError naming the one to fix."""
+def _check_args(policy, tokenizer, reward_fn, cfg, ref, loss_fn, advantage_fn, callback, eval_rewards, correct_fn,
+                rollout, eval_prompts, eval_answers, eval_sets):
+    """train_grpo's arguments checked before any training: ValueError naming the one to fix. Returns the held-out
+    sets {name: (prompts, answers)} (eval_sets_of), each checked to fit the policy's context."""
     where = "train_grpo"
+    if not isinstance(cfg, GRPOConfig):
+        raise ValueError(f"train_grpo: cfg must be a GRPOConfig, got {checks._short(cfg)}")
+    cfg.validate()
     checks.model(where, "policy", policy)
     checks.tokenizer(where, "tokenizer", tokenizer)
     if ref is not None:
@@ -132,6 +112,20 @@ def _check_args(policy, tokenizer, reward_fn, ref, loss_fn, advantage_fn, callba
     if rollout is not None and (isinstance(rollout, type) or not callable(getattr(rollout, "start", None))):
         raise ValueError(f"{where}: rollout must be None or an object with a start() method (utils/rl/rollout.py: "
                          f"GroupRollout(), an instance), got {checks._short(rollout)}")
+    if cfg.ratio_level != "token" and not _takes(loss_fn, "level"):  # the keywords the loss gets from cfg
+        raise ValueError(f"train_grpo: cfg.ratio_level={cfg.ratio_level!r} passes loss_fn a keyword `level`, and "
+                         f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it a level='token' parameter "
+                         f"(see grpo.policy_loss) or set ratio_level='token'")
+    for name in cfg.objective_params():
+        if not _takes(loss_fn, name):
+            raise ValueError(f"train_grpo: cfg.loss_type={cfg.loss_type!r} passes loss_fn the keyword `{name}`, and "
+                             f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it **params and pass them "
+                             f"on to grpo.per_token_loss (see grpo.policy_loss), or pick another loss_type")
+    eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
+    for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
+        fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
+             list(ps)[:cfg.eval_n], cfg.max_new_tokens)
+    return eval_sets
 
 
 def _takes(fn, name):

@@ -18,6 +18,9 @@ from 0). A Batch holds:
     rewards   [N] float32
     right     [N] bool (correct, for the record's right/wrong lengths) or None (= reward >= 1)
     counts    a dict added to the step's record; completions_sampled (all drawn, kept or not) is required
+    steps, weights   optional: what the batch adds to the loss's advantages beyond one per completion (per-step
+              credit; importance or task weights), applied by Batch.advantages, so train_grpo reads no kind of
+              rollout by name
 
 GroupRollout is the course's rollout: single-turn sampling of G completions per prompt. A new way of making
 completions overrides GroupRollout.generate (ToolRollout: episodes with a tool whose answers are masked out of the
@@ -34,13 +37,13 @@ import torch
 
 from utils import checks
 from utils.models.policy import Rollout, completion_logprobs, concat_rollouts, sample, select_rows
-from utils.rl.grpo import zero_spread
+from utils.rl.grpo import process_advantages, zero_spread
 
 
 @dataclass
 class StepCredit:
-    """Per-step rewards of a batch, placed on tokens (StepRollout): the loop turns them into per-token advantages
-    (grpo.process_advantages) and adds outcome_weight times the completion's own advantage."""
+    """Per-step rewards of a batch, placed on tokens (StepRollout): Batch.advantages turns them into per-token
+    advantages (grpo.process_advantages) and adds outcome_weight times the completion's own advantage."""
     rewards: torch.Tensor        # [N, T] a step's reward at the token where it ends, 0 elsewhere
     mask: torch.Tensor           # [N, T] bool, True at those tokens
     outcome_weight: float
@@ -48,13 +51,32 @@ class StepCredit:
 
 @dataclass
 class Batch:
+    """One step's rewarded completions (the contract above), and what they add to the advantages (advantages())."""
     ro: Rollout
     rewards: torch.Tensor        # [N]
     right: torch.Tensor | None   # [N] bool
     counts: dict
     prompt_idx: np.ndarray | None = None   # [N / G] the prompts drawn (None under dynamic sampling)
     steps: StepCredit | None = None        # per-step credit (StepRollout), None for one reward per completion
-    weights: torch.Tensor | None = None    # [N, T] importance weights on the advantages (StaleRollout's correction)
+    weights: torch.Tensor | None = None    # [N, T] weights on the advantages (StaleRollout's correction, MixRollout's)
+
+    def advantages(self, adv, cfg):
+        """The advantages the loss takes for this batch, on the completions' device: adv [N] (advantage_fn's, one per
+        completion) as it is, or [N, T], one per token, when the rollout brought more: per-step credit (steps:
+        outcome_weight * adv plus grpo.process_advantages of the step rewards) and weights (multiplying each token's
+        advantage). A new kind of rollout brings its part here, as a field of the Batch, and train_grpo stays as
+        it is."""
+        if not isinstance(adv, torch.Tensor) or adv.shape != self.rewards.shape:
+            raise ValueError(f"train_grpo: advantage_fn must return a tensor of one advantage per completion "
+                             f"{tuple(self.rewards.shape)}, got {checks._short(adv)}")
+        device = self.ro.completion_ids.device
+        adv = adv.to(device)
+        if self.steps is not None:  # per-step credit (StepRollout): one advantage per token, [N, T]
+            adv = self.steps.outcome_weight * adv[:, None] + process_advantages(
+                self.steps.rewards, self.steps.mask, cfg.group_size, cfg.scale_std).to(device)
+        if self.weights is not None:  # importance weights (StaleRollout) or task weights (MixRollout), [N, T]
+            adv = (adv if adv.dim() == 2 else adv[:, None]) * self.weights.to(device)
+        return adv
 
 
 @dataclass
@@ -336,8 +358,8 @@ class StaleRollout(GroupRollout):
     vllm_importance_sampling_mode, with is_max and is_min as its clip_max and clip_min): ro.logprobs are the
     policy's own at sampling time (as TRL recomputes old_per_token_logps), so the clip starts at ratio 1, and each
     token's loss is weighted by the importance ratio w = pi_policy / pi_sampler, per token or per sequence (the
-    product over its tokens), truncated to [is_min, is_max] or set to 0 outside it (masked). The loop applies
-    w as a factor on the advantages (Batch.weights), which for w >= 0 is the same as weighting each token's
+    product over its tokens), truncated to [is_min, is_max] or set to 0 outside it (masked). Batch.advantages
+    applies w as a factor on the advantages (Batch.weights), which for w >= 0 is the same as weighting each token's
     policy loss, as TRL does (trl 1.16's _compute_loss multiplies the policy term by the weights and adds the KL term
     unweighted, so beta > 0 is fine). VESPO takes no correction here: TRL folds the weights into VESPO's own sequence
     weight instead of multiplying the loss."""
