@@ -135,7 +135,7 @@ def _lab(nodeid):
 # CI): at least CHECKS_AFTER_S seconds of labs a worker go before one. The check parts are
 # tests/test_environments.py's PARTS; a part not in the table goes last.
 UNIT_COST = {"01": 200, "03": 263, "04": 280, "05": 158, "06": 377, "07": 225, "08": 96, "09": 153, "10": 199,
-             "lowest-units": 226, "drift-units": 234, "lowest-lab": 172, "newcomer": 200, "drift-lab": 126}
+             "lowest-units": 226, "drift-units": 234, "lowest-lab": 172, "newcomer": 200, "drift-lab": 60}
 CHECKS_AFTER_S = 300
 
 

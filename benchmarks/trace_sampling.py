@@ -11,7 +11,7 @@ not). HF generate gets the same left-padded batch and attention mask, do_sample=
 the distribution, as ours). Lab 06 needs ours >= 1.5x. Writes benchmarks/results/trace_sampling.json.
 
 Ours is utils.models.policy.sample: for the course's GPT-2 models it runs utils/models/decode.py (the same
-logits as transformers' forward pass, bit for bit, with a preallocated cache and a dozen tensor calls a step)
+logits as transformers' forward pass to rounding, with a preallocated cache and a dozen tensor calls a step)
 and drops finished rows from the batch while at least 16 steps remain.
 """
 import json

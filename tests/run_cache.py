@@ -25,7 +25,9 @@ that decides the result:
 - the source of every file of the utils package that ran and the versions of torch, numpy,
   transformers and trl (any change to the library or to them starts a fresh key);
 - torch's thread count: a CPU run's bits depend on it (a 15-step Lab 01 run ends in other weights at
-  1 thread than at 2), so a run computed in a 1-thread kernel is never handed to a 2-thread one.
+  1 thread than at 2), so a run computed in a 1-thread kernel is never handed to a 2-thread one;
+- the CPU kernels torch runs (its instruction set, and the knobs that force another: tools/isa.py), which
+  decide a run's bits as much: a cache folder kept between sessions never hands a run across them.
 
 A hit restores every side effect the call had: the trained weights (loaded into the model passed
 in), the history (a callback's returned values are part of it; the callback is not called again, so a
@@ -83,6 +85,13 @@ def folder():
     """The cache folder (a Path), or None when the cache is off (unset, empty, "0" or "off")."""
     d = os.environ.get(ENV, "")
     return None if d.lower() in ("", "0", "off") else Path(d)
+
+
+def _kernels():
+    """The CPU kernels torch runs: its instruction set and any knob that forces another (tools/isa.py)."""
+    knobs = ("MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+    return torch.backends.cpu.get_cpu_capability() + "".join(f" {k}={os.environ[k]}" for k in knobs
+                                                              if k in os.environ)
 
 
 def _library_source():
@@ -232,6 +241,7 @@ def key(kind, *parts, global_rng=True):
         return None
     h, seen = hashlib.sha256(kind.encode() + _library_source()), _Seen()
     h.update(f"threads={torch.get_num_threads()};".encode())
+    h.update(f"kernels={_kernels()};".encode())
     try:
         if global_rng:
             _update(h, (random.getstate(), np.random.get_state()), seen)

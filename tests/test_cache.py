@@ -321,6 +321,16 @@ def test_the_thread_count_is_part_of_the_key(on):
     assert keys[0] == keys[2] != keys[1]
 
 
+def test_the_cpu_kernels_are_part_of_the_key(on, monkeypatch):
+    """A run's bits depend on which kernels torch runs (tools/isa.py): a knob that forces others starts a new key."""
+    monkeypatch.delenv("MKL_CBWR", raising=False)
+    plain = cache.key("run", 1)
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    assert cache.key("run", 1) != plain
+    monkeypatch.delenv("MKL_CBWR")
+    assert cache.key("run", 1) == plain
+
+
 def test_a_second_process_waits_for_the_run_being_computed(on):
     """computing(k) holds k's lock: whoever asks for the same run meanwhile waits, then finds it stored."""
     import threading

@@ -1,7 +1,11 @@
 """The lean decoding loop (utils/models/decode.py) and policy.sample's use of it: the same logits as the
-transformers forward pass, bit for bit, and the same samples."""
+transformers forward pass to rounding, and the same samples where rounding cannot move a draw.
+
+Two implementations, so every comparison here is within a tolerance (tests/tolerance.py): the lean decoder's
+matrix products have other shapes than transformers', and which kernel runs them depends on the CPU."""
 import pytest
 import torch
+from tolerance import assert_near, assert_near_norm, assert_same_draws, tolerance
 
 from utils.models import decode, policy
 from utils.models.policy import encode_prompts, load_policy, position_ids_from_mask, sample
@@ -31,7 +35,7 @@ def test_logits_equal_transformers_forward(models, name, prompts):
         ours = dec.prefill(ids, mask, position_ids_from_mask(mask))
         out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask), use_cache=True)
         theirs, past, attn, pos = out.logits[:, -1], out.past_key_values, mask, position_ids_from_mask(mask)
-        assert torch.equal(ours, theirs)
+        assert_near(ours, theirs, "the prefill's logits")
         for _ in range(12):
             tok_ = torch.multinomial(theirs.softmax(-1), 1, generator=gen).squeeze(-1)
             ours = dec.step(tok_)
@@ -39,7 +43,7 @@ def test_logits_equal_transformers_forward(models, name, prompts):
             out = model(input_ids=tok_[:, None], attention_mask=attn, position_ids=pos, past_key_values=past,
                         use_cache=True)
             theirs, past = out.logits[:, -1], out.past_key_values
-            assert torch.equal(ours, theirs)
+            assert_near(ours, theirs, "a step's logits")
         with pytest.raises(ValueError, match="full"):
             dec.step(tok_)
 
@@ -55,38 +59,58 @@ def test_keep_drops_rows(models):
         part.keep(torch.tensor([1, 3]))
         assert part.k[0].shape[0] == 2 and part.key_ok.shape[0] == 2
         nxt = torch.tensor([5, 6, 7, 8])
-        assert torch.allclose(part.step(nxt[[1, 3]]), full.step(nxt)[[1, 3]], atol=1e-5)
+        assert_near(part.step(nxt[[1, 3]]), full.step(nxt)[[1, 3]], "the kept rows' logits")
     with pytest.raises(ValueError, match="does not fit"):
         decode.Decoder(model, 4, 3).prefill(ids, mask, position_ids_from_mask(mask))
 
 
-def _same(a, b):
-    return (torch.equal(a.completion_ids, b.completion_ids) and torch.equal(a.completion_mask, b.completion_mask)
-            and torch.equal(a.truncated, b.truncated) and a.texts == b.texts)
+def _top_two_gaps(model, ro):
+    """[N, T] the gap between the two largest logits before each token of ro, by transformers' forward pass over
+    the prompt and the tokens written so far (the greedy draw's margin: a gap within rounding may go either way)."""
+    ids = torch.cat([ro.prompt_ids, ro.completion_ids], 1)
+    mask = torch.cat([ro.prompt_mask, ro.completion_mask], 1)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask)).logits
+    P, T = ro.prompt_ids.shape[1], ro.completion_ids.shape[1]
+    top = logits[:, P - 1:P - 1 + T].topk(2, -1).values  # [N, T, 2]
+    return top[..., 0] - top[..., 1], tolerance(logits)
+
+
+def _same_samples(model, ours, theirs, greedy):
+    """The lean sampler's rollout against transformers': the same tokens where rounding cannot move a draw
+    (tests/tolerance.py), and on the rows that agree the same masks, texts and log-probs to rounding."""
+    gaps, tol = _top_two_gaps(model, theirs) if greedy else (None, 0.0)
+    assert ours.completion_ids.shape == theirs.completion_ids.shape
+    agree = assert_same_draws(ours.completion_ids, theirs.completion_ids, gaps, 2 * tol)
+    assert agree.float().mean() > 0.99, "nearly every row should agree"
+    assert torch.equal(ours.completion_mask[agree], theirs.completion_mask[agree])
+    assert torch.equal(ours.truncated[agree], theirs.truncated[agree])
+    assert [t for t, a in zip(ours.texts, agree) if a] == [t for t, a in zip(theirs.texts, agree) if a]
+    assert_near(ours.logprobs[agree], theirs.logprobs[agree], "the sampled tokens' log-probs")
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
-def test_short_answers_sample_exactly_as_transformers(models, monkeypatch, temperature):
-    """Labs 01-05 (at most 8 new tokens) never drop a row: their samples are bit for bit the transformers path's."""
+def test_short_answers_sample_as_transformers(models, monkeypatch, temperature):
+    """Labs 01-05 (at most 8 new tokens) never drop a row: their samples are the transformers path's, draw for
+    draw (the same random numbers from the same distributions, to rounding)."""
     model, tok = models[policy.SHIPPED]
     prompts = [f"{a}+{b}=" for a in range(0, 100, 7) for b in range(0, 50, 9)]
     kw = dict(k=4, temperature=temperature, max_new_tokens=8)
     ours = sample(model, tok, prompts, generator=torch.Generator().manual_seed(1), **kw)
     _hf_only(monkeypatch)
     theirs = sample(model, tok, prompts, generator=torch.Generator().manual_seed(1), **kw)
-    assert _same(ours, theirs) and torch.equal(ours.logprobs, theirs.logprobs)
+    _same_samples(model, ours, theirs, greedy=temperature == 0)
 
 
 def test_traces_sample_as_transformers(models, monkeypatch):
     """Trace-length completions drop finished rows; the samples stay those of the transformers path (the
-    random numbers drawn are the same; a smaller batch may move a log-prob in its last bits)."""
+    random numbers drawn are the same; a smaller batch moves a log-prob only by rounding)."""
     model, tok = models[policy.TRACE]
     kw = dict(k=8, temperature=1.0, max_new_tokens=64)
     ours = sample(model, tok, TRACE_PROMPTS * 4, generator=torch.Generator().manual_seed(2), **kw)
     _hf_only(monkeypatch)
     theirs = sample(model, tok, TRACE_PROMPTS * 4, generator=torch.Generator().manual_seed(2), **kw)
-    assert _same(ours, theirs)
-    assert torch.allclose(ours.logprobs, theirs.logprobs, atol=1e-5)
+    _same_samples(model, ours, theirs, greedy=False)
     lengths = ours.completion_mask.sum(1)
     assert lengths.min() < lengths.max() - 10, "the batch should hold short and long traces (rows were dropped)"
 
@@ -126,10 +150,10 @@ def _scores(model, args, lean, monkeypatch):
 
 
 def _agree(a, b):
-    assert torch.allclose(a[0], b[0], atol=1e-5), (a[0] - b[0]).abs().max()
-    assert torch.allclose(a[1], b[1], atol=1e-5), (a[1] - b[1]).abs().max()
+    assert_near(a[0], b[0], "log-probs")
+    assert_near(a[1], b[1], "entropies")
     for x, y in zip(a[2], b[2]):
-        assert (x - y).norm() <= 1e-4 * y.norm() + 1e-8
+        assert_near_norm(x, y, "a parameter's gradient")
 
 
 @pytest.mark.parametrize("name,prompts,T", [(policy.SHIPPED, SHORT_PROMPTS, 8), (policy.TRACE, TRACE_PROMPTS, 40)])
@@ -143,7 +167,7 @@ def test_grouped_forward_equals_transformers(models, monkeypatch, name, prompts,
     args = (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)
     _agree(_scores(model, args, True, monkeypatch), _scores(model, args, False, monkeypatch))
     # the sampler's log-probs are the same distribution's
-    assert torch.allclose(_scores(model, args, True, monkeypatch)[0], ro.logprobs, atol=1e-5)
+    assert_near(_scores(model, args, True, monkeypatch)[0], ro.logprobs, "training's log-probs against the sampler's")
 
 
 def test_grouped_forward_any_row_order(models, monkeypatch):

@@ -1,7 +1,7 @@
 """The three checks in other environments, as units of the suite's own schedule (--checks; CI always asks):
   lower-bounds (fatal): the unit tests, then Lab 01 under nbval, at the lowest versions the ranges allow (.ci/lowest);
   newcomer (fatal): labs/01 run top to bottom in the README's own learner install (.ci/newcomer);
-  drift (reported, not fatal): the unit tests, then Lab 05, at the newest versions the ranges allow (.ci/drift).
+  drift (reported, not fatal): the unit tests, then Lab 08, at the newest versions the ranges allow (.ci/drift).
 Each part is one xdist unit of work, handed out among the labs longest first (conftest.py's UNIT_COST), so that
 no core idles at the end: the checks used to run after the suite, three at once on two cores (CI's log at
 8f01a12: 700 s after a suite of 1,376). Each part runs in one process at 1 torch thread (-n 0 inside), like
@@ -29,11 +29,13 @@ RUN_S = 2400        # one part: the lower-bounds unit tests took about 300 s at 
 
 # test id -> (script, part, what it proves, fatal)
 PARTS = {
-    "lowest-units": ("lowest", "units", "the unit tests at the lowest allowed versions", True),
+    "lowest-units": ("lowest", "units", "the unit tests at the lowest allowed versions, under a second instruction "
+                     "set", True),
     "drift-units": ("drift", "units", "the unit tests at the newest allowed versions", False),
     "newcomer": ("newcomer", None, "labs/01 in the README's learner install", True),
-    "lowest-lab": ("lowest", "lab", "Lab 01 under nbval at the lowest allowed versions", True),
-    "drift-lab": ("drift", "lab", "Lab 05 under nbval at the newest allowed versions", False),
+    "lowest-lab": ("lowest", "lab", "Lab 01 under nbval at the lowest allowed versions, under a second instruction "
+                   "set", True),
+    "drift-lab": ("drift", "lab", "Lab 08 under nbval at the newest allowed versions", False),
 }
 pytestmark = pytest.mark.slow
 

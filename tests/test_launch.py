@@ -15,6 +15,14 @@ def launch(tmp_path, name, **kw):
     return run(str(tmp_path / name), timeout=1200, **{"steps": 3, "batch_size": 32, "n_train": 256, **kw})
 
 
+def same_rewards(h2, h1, batch_size):
+    """The reward means of two runs whose samplers draw the same random numbers from policies equal to rounding (2
+    processes against 1: other batch shapes, gradients summed in another order): the same, but for one draw that fell
+    within rounding of a tie (one completion's reward at one step; more is a bug, as in tests/tolerance.py)."""
+    gaps = [round(abs(a["reward_mean"] - b["reward_mean"]) * batch_size) for a, b in zip(h2, h1)]  # in completions
+    assert len(h2) == len(h1) and sum(gaps) <= 1, gaps
+
+
 def test_weight_distance_by_hand():
     a = {"w": torch.tensor([3.0, 0.0]), "b": torch.tensor([4.0])}
     zero = {"w": torch.zeros(2), "b": torch.zeros(1), "unused": torch.ones(3)}
@@ -34,7 +42,7 @@ def test_two_processes_match_one(tmp_path, shipped):
     assert update > 0.1                                   # it trained
     assert weight_distance(w2a, w1) <= 0.01 * update, (weight_distance(w2a, w1), update)  # same batch: same step
     assert weight_distance(w_half, w1) >= 0.1 * update               # a different batch is a different step
-    assert [h["reward_mean"] for h in r2["history"]] == [h["reward_mean"] for h in r1["history"]]
+    same_rewards(r2["history"], r1["history"], 32)
 
 
 @pytest.mark.slow
@@ -58,7 +66,7 @@ def test_groups_across_processes_with_token_normalised_losses(tmp_path, shipped,
     update = weight_distance(w1, base)
     assert update > 0.1 and weight_distance(w2a, w2b) == 0.0
     assert weight_distance(w2a, w1) <= 0.01 * update, (weight_distance(w2a, w1), update)
-    assert [h["reward_mean"] for h in r2["history"]] == [h["reward_mean"] for h in r1["history"]]
+    same_rewards(r2["history"], r1["history"], 24)
 
 
 def test_invariant_sampler_is_softmax_and_split_free():

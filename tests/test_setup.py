@@ -18,9 +18,16 @@ def test_seed_everything_repeats_every_generator():
 
 def test_environment_names_what_decides_a_run():
     env = environment()
-    for key in ("python", "torch", "transformers", "trl", "tokenizers", "numpy", "cpu", "torch_threads"):
+    for key in ("python", "torch", "transformers", "trl", "tokenizers", "numpy", "cpu", "cpu_kernels", "torch_threads"):
         assert key in env, f"environment() lacks {key}"
     assert env["python"] == platform.python_version()
     assert env["torch"] == md.version("torch") and env["numpy"] == md.version("numpy")
     assert env["torch_threads"] == torch.get_num_threads()
     assert isinstance(env["cpu"], str) and env["cpu"]
+    assert env["cpu_kernels"].startswith(torch.backends.cpu.get_cpu_capability())
+
+
+def test_environment_names_a_knob_that_forced_other_kernels(monkeypatch):
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")
+    assert environment()["cpu_kernels"].endswith("(MKL_CBWR=COMPATIBLE)")

@@ -10,6 +10,7 @@ import math
 import datasets
 import pytest
 import torch
+from tolerance import assert_near
 
 from utils.models.judge import JudgeConfig, judge_probs, make_judge
 from utils.rl.grpo import GRPOConfig
@@ -41,7 +42,7 @@ def test_trl_scores_our_judge_a_hybrid_and_an_async_judge(shipped, tmp_path):
     inputs = [{"prompt": p, "answer": a, "checkable": c} for p, a, c in zip(prompts, answers, checkable)]
     got = trainer._calculate_rewards(inputs, prompts, completions, [tok(c)["input_ids"] for c in completions])
     ours = judge_probs(judge, tok, prompts, completions)
-    assert torch.sigmoid(got[:, 0]).tolist() == pytest.approx(ours, abs=1e-5)   # TRL: the logit; ours: P(right)
+    assert_near(torch.sigmoid(got[:, 0]), ours, "TRL's judge scores against ours")   # TRL: the logit; ours: P(right)
     assert got[:2, 1].tolist() == [1.0, 0.0] and all(math.isnan(v) for v in got[2:, 1].tolist())
     assert got[:, 2].tolist() == pytest.approx(ours, abs=1e-5)
     assert trainer.reward_weights.tolist() == [1.0, 2.0, 0.5]

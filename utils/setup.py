@@ -55,8 +55,9 @@ def setup(seed=0, quiet=False):
 
 
 def environment():
-    """What produced a set of numbers: Python, the libraries that decide a run, the CPU and its
-    thread count. Benchmarks store it beside their results; the test suite prints it in its header."""
+    """What produced a set of numbers: Python, the libraries that decide a run, the CPU, the kernels torch runs
+    on it (its instruction set, and any knob that forced another: tools/isa.py) and its thread count. Benchmarks
+    store it beside their results; the test suite prints it in its header."""
     import importlib.metadata as md
     import platform
 
@@ -72,5 +73,8 @@ def environment():
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"python": platform.python_version(), **libs, "cpu": cpu, "torch_threads": torch.get_num_threads(),
-            "platform": platform.platform()}
+    knobs = " ".join(f"{k}={os.environ[k]}" for k in ("MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "ATEN_CPU_CAPABILITY",
+                                                       "ONEDNN_MAX_CPU_ISA") if k in os.environ)
+    kernels = torch.backends.cpu.get_cpu_capability() + (f" ({knobs})" if knobs else "")
+    return {"python": platform.python_version(), **libs, "cpu": cpu, "cpu_kernels": kernels,
+            "torch_threads": torch.get_num_threads(), "platform": platform.platform()}

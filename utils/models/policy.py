@@ -230,7 +230,8 @@ def _hf_steps(model, ids, mask):
 
 
 def _lean_steps(model, ids, mask, max_new_tokens, done, k=1, compact_at=0.75, min_left=16):
-    """As _hf_steps for a GPT-2 model, through decode.Decoder: the same logits, bit for bit. ids, mask [n, P]
+    """As _hf_steps for a GPT-2 model, through decode.Decoder: the same logits to rounding (on this machine,
+    bit for bit; matrix products of other shapes may round otherwise on another CPU). ids, mask [n, P]
     hold each prompt once; each is prefilled once and then stands for its k rows (N = n * k).
 
     Rows that have finished (done [N], updated in place by the caller) are dropped from the batch once they
@@ -238,7 +239,7 @@ def _lean_steps(model, ids, mask, max_new_tokens, done, k=1, compact_at=0.75, mi
     (benchmarks/trace_sampling.py: 1.7-1.8x HF generate with dropping, 1.3-1.4x without). Dropping is done only
     while at least `min_left` steps remain: it copies the whole cache, and a smaller batch can change a
     matrix product's last bit, so short answers (Labs 01-05, at most 8 new tokens) never drop a row and sample
-    exactly what transformers' forward pass samples. The logits of the live rows are written into a full
+    what transformers' forward pass samples, draw for draw. The logits of the live rows are written into a full
     [N, V] tensor so that sampling draws the same random numbers whichever rows are live."""
     N = ids.shape[0] * k
     dec = decode.Decoder(model, ids.shape[0], ids.shape[1] + max_new_tokens)
@@ -302,7 +303,7 @@ def sample(model, tokenizer, prompts, k=1, temperature=1.0, max_new_tokens=8, ge
         queue = [[] for _ in range(N)]                                     # the environment's tokens still to go
         forced = torch.zeros(N, max_new_tokens, dtype=torch.bool, device=device)  # [N, T] written by env
 
-    if decode.supports(model):  # the lean loop: the same logits, bit for bit, without transformers' overhead
+    if decode.supports(model):  # the lean loop: the same logits to rounding, without transformers' overhead
         step = _lean_steps(model, *once, max_new_tokens, done, k)
     else:
         step = _hf_steps(model, ids, mask)
