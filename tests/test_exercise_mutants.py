@@ -205,6 +205,9 @@ def test_policy_loss_gradient_message_shows_both_gradients():
 def logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, *, mistake=None):
     """The right completion log-probs [N, T], or the same with one `mistake`."""
     ids = torch.cat([prompt_ids, completion_ids], 1)                     # [N, P+T]
+    if mistake == "masks read from the ids (pad == EOS)":
+        eos = model.config.eos_token_id
+        prompt_mask, completion_mask = (prompt_ids != eos).long(), (completion_ids != eos).long()
     mask = torch.cat([prompt_mask, completion_mask], 1)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if mistake == "no position ids":
@@ -252,6 +255,7 @@ LOGPROB_MUTANTS = {
     "detached": r"no gradient",
     "summed per completion": r"shape \(3, 3\)",
     "returns (logp, entropy)": r"shape",
+    "masks read from the ids (pad == EOS)": r"differ|generated",
 }
 
 
@@ -345,7 +349,8 @@ def health(history, window=5, *, mistake=None):
     missing = sorted({k for r in last for k in keys if r.get(k) is None})
     if missing:
         raise ValueError(f"the history lacks {missing}")
-    mean = {k: float(np.mean([r[k] for r in last])) for k in keys}
+    reduce = {"max over the window": np.max, "median over the window": np.median}.get(mistake, np.mean)
+    mean = {k: float(reduce([r[k] for r in last])) for k in keys}
     head = history[:5] if mistake == "start over the first 5 steps whatever the window" else history[:w]
     start = history[0]["entropy"] if mistake == "start from the first step" else float(np.mean([r["entropy"]
                                                                                              for r in head]))
@@ -372,6 +377,8 @@ HEALTH_MUTANTS = {
     "start from the first step": r"first step of 1.1",
     "absolute floor 0.25 nats": r"started at",
     "limits included (<=, >=)": r"exactly at their limits",
+    "max over the window": r"one bad step|expected",
+    "median over the window": r"expected",
 }
 
 
@@ -396,7 +403,9 @@ def control(before, true_runs, random_runs, threshold=0.05, *, mistake=None):
     """The right control check, or the same with one `mistake`."""
     def gain(runs):
         gains = [r["after"]["pass@1"] - before["pass@1"] for r in runs]
-        return {"first run only": gains[0], "sum over runs": sum(gains)}.get(mistake, float(np.mean(gains)))
+        return {"first run only": gains[0], "sum over runs": sum(gains), "first and last run averaged":
+                (gains[0] + gains[-1]) / 2, "median of the runs": float(np.median(gains))}.get(
+            mistake, float(np.mean(gains)))
     g_true, g_rand = gain(true_runs), gain(random_runs)
     if mistake == "random gain relative to the true gain":
         g_rand = g_rand - g_true
@@ -424,6 +433,8 @@ CONTROL_MUTANTS = {
     "harmed never (one-sided)": r"it hurt, harmed",
     "two-sided flag, harmed unused": r"it hurt, harmed",
     "flag on either side": r"it hurt, harmed",
+    "first and last run averaged": r"generated case",
+    "median of the runs": r"generated case",
 }
 
 
@@ -449,8 +460,17 @@ def coin(p, seed=0, *, mistake=None):
     rng = np.random.default_rng(0 if mistake == "seed ignored (always 0)" else
                                 None if mistake == "unseeded" else seed)
 
+    if mistake == "a global generator (np.random.seed)":
+        np.random.seed(seed)
+    calls = []
+
     def reward(completions, answer=None, **kwargs):
         n = len(completions)
+        calls.append(n)
+        if mistake == "a global generator (np.random.seed)":
+            return (np.random.random(n) < p).astype(float).tolist()
+        if mistake == "seed + call count":
+            return (np.random.default_rng(seed + len(calls)).random(n) < p).astype(float).tolist()
         if mistake == "a fixed pattern (the first p * n pay)":
             return [float(i < p * n) for i in range(n)]
         if mistake == "generator made on every call":
@@ -464,7 +484,8 @@ def coin(p, seed=0, *, mistake=None):
 RANDOM_MUTANTS = {"no range check": r"should raise ValueError", "rate off by 0.1": r"expected about",
                   "seed ignored (always 0)": r"seeds 3 and 4", "unseeded": r"same seed",
                   "a fixed pattern (the first p * n pay)": r"seeds 3 and 4",
-                  "generator made on every call": r"two calls", "pays right answers": r"expected about"}
+                  "generator made on every call": r"two calls", "pays right answers": r"expected about",
+                  "a global generator (np.random.seed)": r"drawn in turns", "seed + call count": r"streams overlap"}
 
 
 @pytest.mark.parametrize("mistake", list(RANDOM_MUTANTS))
@@ -495,10 +516,45 @@ def crashes_on_none(text, answer):
     return careful_match(text.strip(), answer)
 
 
+def int_parse(text, answer):
+    """int() after stripping a final '.' and good commas: int accepts '066', '+66', ' 6_6' and Unicode digits."""
+    try:
+        s = text.strip().removesuffix(".")
+        return float(int(s.replace(",", "") if re.fullmatch(r"-?[1-9][0-9]{0,2}(,[0-9]{3})+", s) else s) == answer)
+    except (ValueError, AttributeError):
+        return 0.0
+
+
+def zeros_stripped(text, answer):
+    """Leading zeros dropped before matching: '066' reads as 66."""
+    if not isinstance(text, str):
+        return 0.0
+    s = text.strip()
+    neg = s.startswith("-")
+    s = s[neg:].lstrip("0") or "0"
+    return careful_match(("-" if neg else "") + s, answer)
+
+
+def spaces_removed(text, answer):
+    """Every space removed, inner ones too: '6 6' reads as 66."""
+    return careful_match(text.replace(" ", ""), answer) if isinstance(text, str) else 0.0
+
+
+def float_parse(text, answer):
+    """float(): accepts '66.0', '6.6e1', '+66' and ' 66 '."""
+    try:
+        return float(float(text.replace(",", "")) == answer)
+    except (ValueError, AttributeError):
+        return 0.0
+
+
 CAREFUL_MUTANTS = {"strict_match (too strict)": (strict_match, r"coverage"),
                    "last_number_match (false positives)": (last_number_match, r"false positive"),
                    "drops every comma": (loose_commas, r"false positive"), "accepts '+7'": (plus_sign, r"\+7"),
-                   "crashes on None": (crashes_on_none, r"raised AttributeError")}
+                   "crashes on None": (crashes_on_none, r"raised AttributeError"),
+                   "int() parse": (int_parse, r"false positive"), "leading zeros stripped": (zeros_stripped, None),
+                   "inner spaces removed": (spaces_removed, r"false positive"),
+                   "float() parse": (float_parse, r"false positive")}
 
 
 @pytest.mark.parametrize("mistake", list(CAREFUL_MUTANTS))
@@ -520,6 +576,9 @@ BREAKING_MUTANTS = {
     "too few cases": (GOOD[:2], r"at least 3"),
     "not a triple": (GOOD + [("67 66", 66)], r"not an \(output, answer, label\) triple"),
     "the right answer labelled wrong": (GOOD + [("66", 66, 0.0)], r"careful_match says"),
+    "one case three times": ([GOOD[0]] * 3, r"already in your list"),
+    "answers as strings": ([(o, str(a), label) for o, a, label in GOOD], r"must be an int"),
+    "labels as bools": ([(o, a, False) for o, a, _ in GOOD], r"must be the number 0.0 or 1.0"),
 }
 
 
@@ -564,6 +623,13 @@ def no_validation(n, c, k):
     return 1.0 if n - c < k else float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
+def float_binomials(n, c, k):
+    """1 - C(n-c, k) / C(n, k) with each binomial made a float first: C(3000, 1500) is past float64's range."""
+    if not (1 <= k <= n and 0 <= c <= n):
+        raise ValueError("bad counts")
+    return 1.0 - float(math.comb(n - c, k)) / float(math.comb(n, k))
+
+
 def share_correct(n, c, k):
     """c / n, right for k = 1 only."""
     if not (1 <= k <= n and 0 <= c <= n):
@@ -574,7 +640,8 @@ def share_correct(n, c, k):
 PASS_MUTANTS = {"plug-in 1 - (1 - c/n)^k": (plug_in, r"expected"), "c / n for every k": (share_correct, r"expected"),
                 "factorials as floats": (float_factorials, r"OverflowError.*product form"),
                 "product off by one": (off_by_one, r"expected"),
-                "no validation": (no_validation, r"should raise ValueError")}
+                "no validation": (no_validation, r"should raise ValueError"),
+                "binomials as floats": (float_binomials, r"OverflowError")}
 
 
 @pytest.mark.parametrize("mistake", list(PASS_MUTANTS))
@@ -605,6 +672,8 @@ def credit(text, a, b, mistake=None):
         right = sum(s in want for s in got)
     elif mistake == "true sums":
         right = sum(s is not None and s[0] + s[1] + s[2] == s[3] for s in got)
+    elif mistake == "operands and carry only (sum unchecked)":
+        right = sum(i < len(want) and s is not None and s[:3] == want[i][:3] for i, s in enumerate(got))
     elif mistake == "carry ignored":
         right = sum(i < len(want) and s is not None and s[:2] == want[i][:2] for i, s in enumerate(got))
     else:
@@ -622,7 +691,8 @@ def credit(text, a, b, mistake=None):
 
 CREDIT_MUTANTS = {m: r"expected|raised" for m in (
     "raises on None", "unreadable tokens dropped", "right steps anywhere", "true sums", "carry ignored",
-    "over steps needed", "over steps written", "over readable steps written", "needs the right answer")}
+    "over steps needed", "over steps written", "over readable steps written", "needs the right answer",
+    "operands and carry only (sum unchecked)")}
 
 
 @pytest.mark.parametrize("mistake", list(CREDIT_MUTANTS))
@@ -649,11 +719,13 @@ def weights(mask, loss_type, max_len, mistake=None):
     if loss_type == "dapo":
         return m / (N * T if mistake == "dapo over N*T" else m.sum().clamp(min=1))
     longest = m.sum(1).max()
+    if mistake == "dr_grpo over T":
+        return m / (N * T)
     return m / (N * (longest if mistake == "dr_grpo over the longest row" else max_len))
 
 
 WEIGHT_MUTANTS = {m: r"expected" for m in ("mask forgotten", "grpo over T", "grpo without 1/N", "dapo over N*T",
-                                           "dr_grpo over the longest row")}
+                                           "dr_grpo over the longest row", "dr_grpo over T")}
 
 
 @pytest.mark.parametrize("mistake", list(WEIGHT_MUTANTS))
@@ -722,6 +794,8 @@ def fill(round_rewards, G, n_groups, mistake=None):
             ok = rg.sum(1) > 0
         elif mistake == "keeps every group":
             ok = torch.ones(len(rg), dtype=torch.bool)
+        elif mistake == "0/1 rewards assumed (0 < sum < G)":
+            ok = (rg.sum(1) > 0) & (rg.sum(1) < G)
         elif mistake == "groups of one row":
             ok = rewards.view(-1, 1).max(1).values > -1
         else:
@@ -741,7 +815,8 @@ def fill_counts_rounds_from_one(round_rewards, G, n_groups):
 
 
 FILL_MUTANTS = {"keeps any group with a reward": "expected", "keeps every group": "expected",
-                "groups of one row": "expected", "does not stop when full": "expected"}
+                "groups of one row": "expected", "does not stop when full": "expected",
+                "0/1 rewards assumed (0 < sum < G)": "expected"}
 
 
 @pytest.mark.parametrize("mistake", list(FILL_MUTANTS))
@@ -796,7 +871,8 @@ def test_best_asymptote_reference_right_version_and_stub(capsys):
 # Lab 08: why isn't it learning?
 def diag(summary, mistake=None):
     s = summary.get
-    bad = any(isinstance(v, float) and not math.isfinite(v) for v in summary.values())
+    bad = any(isinstance(v, float) and (math.isnan(v) if mistake == "isnan only (inf missed)" else not math.isfinite(v))
+              for v in summary.values())
     out = ["diverged"] if bad and mistake != "no diverged" else []
     zs, rm = s("zero_spread_frac"), s("reward_mean")
     if zs is not None and (zs > 0.8 if mistake == "strict 0.8" else zs >= 0.8) and rm is not None:
@@ -817,13 +893,17 @@ def diag(summary, mistake=None):
     er = s("entropy_ratio")
     if er is not None and er < 0.5:
         out.append("collapsing")
+    if mistake == "one diagnosis only (the first rule that applies)":
+        return out[:1]
     return sorted(out) if mistake == "sorted, not in order" else out
 
 
 DIAG_MUTANTS = {"strict 0.8": "0.8 is already too many", "ignores the reward": "near 1",
                 "truncated at 0.1": "exactly 0.1", "kl reversed": "expected", "None not skipped": "None",
                 "sorted, not in order": "order", "reward thresholds 0.1/0.9": "not a 0.1 threshold",
-                "no diverged": "diverged", "no kl_exploding": "run away", "kl ceiling inclusive": "exactly the ceiling"}
+                "no diverged": "diverged", "no kl_exploding": "run away", "kl ceiling inclusive": "exactly the ceiling",
+                "isnan only (inf missed)": "generated case", "one diagnosis only (the first rule that applies)":
+                "several at once"}
 
 
 @pytest.mark.parametrize("mistake", list(DIAG_MUTANTS))
@@ -862,16 +942,18 @@ def is_weights(log_ratio, mask, mode, lo, hi, *, mistake=None):
         r = r.clamp(min=lo_, max=hi)
     else:
         bad = torch.zeros_like(r, dtype=torch.bool)
+        on = mistake == "a ratio on a bound masked (<=, >=)"
         if lo_ is not None:
-            bad |= r < lo_
+            bad |= (r <= lo_) if on else (r < lo_)
         if hi is not None:
-            bad |= r > hi
+            bad |= (r >= hi) if on else (r > hi)
         r = r.masked_fill(bad, 0.0)
     return r * m
 
 
 IS_MUTANTS = {"padding counted": None, "inverse ratio": None, "sequence mean": "SUM", "no broadcast": "shape",
-              "lower bound ignored": None, "mask clamps": "weighs 0", "token_mask like sequence_mask": None}
+              "lower bound ignored": None, "mask clamps": "weighs 0", "token_mask like sequence_mask": None,
+              "a ratio on a bound masked (<=, >=)": "on a bound"}
 
 
 @pytest.mark.parametrize("mistake", list(IS_MUTANTS))
@@ -893,6 +975,8 @@ def cispo(logp, old_logp, adv, cap, *, mistake=None):
     w = torch.clamp(ratio, max=cap) if mistake != "uncapped" else ratio
     if mistake == "PPO's clip":
         w = torch.clamp(ratio, 0.8, 1.2)
+    if mistake == "capped both ways (1 / cap to cap)":
+        w = torch.clamp(ratio, 1 / cap, cap)
     if mistake != "not detached":
         w = w.detach()
     a = adv[:, None]
@@ -905,7 +989,8 @@ def cispo(logp, old_logp, adv, cap, *, mistake=None):
 
 
 CISPO_MUTANTS = {"not detached": "gradient is not", "uncapped": None, "PPO's clip": None, "sign flipped": None,
-                 "ratio times A, no log": None, "old log-prob in the log term": None}
+                 "ratio times A, no log": None, "old log-prob in the log term": None,
+                 "capped both ways (1 / cap to cap)": "below 1 / cap"}
 
 
 @pytest.mark.parametrize("mistake", list(CISPO_MUTANTS))
@@ -964,9 +1049,11 @@ def obeys(body, *, mistake=None):
         if mistake == "not text raises":
             return body.strip() == ""
         return False
+    if len(body) > 200 and mistake != "no length limit":
+        return False
     try:
         tree = ast.parse(body.strip(), mode="eval") if mistake != "parsed as a module" else ast.parse(body.strip())
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         if mistake == "syntax error raises":
             raise
         return False
@@ -975,13 +1062,20 @@ def obeys(body, *, mistake=None):
     extra = {"calls allowed": [ast.Call], "attributes allowed": [ast.Attribute, ast.Call],
              "tables allowed": [ast.Subscript, ast.Dict, ast.List, ast.Tuple], "power allowed": [ast.Pow]}
     allowed += extra.get(mistake, [])
+    if mistake == "a deny-list of the hacks the lab names":
+        refused = (ast.Call, ast.Attribute, ast.Subscript, ast.Dict, ast.List, ast.Compare, ast.IfExp, ast.Pow)
+        return not any(isinstance(n, refused) or isinstance(n, ast.Name) and n.id != "x" or
+                       isinstance(n, ast.Constant) and type(n.value) is not int for n in ast.walk(tree))
     for node in ast.walk(tree):
         if not isinstance(node, tuple(allowed)):
             return False
         if isinstance(node, ast.Name) and node.id != "x" and mistake not in ("any name", "calls allowed",
                                                                              "attributes allowed"):
             return False
-        if isinstance(node, ast.Constant) and type(node.value) is not int and mistake != "any constant":
+        if isinstance(node, ast.Constant) and mistake == "isinstance(v, int) (bools pass)":
+            if not isinstance(node.value, int):
+                return False
+        elif isinstance(node, ast.Constant) and type(node.value) is not int and mistake != "any constant":
             return False
         if mistake == "parsed as a module" and isinstance(node, ast.Module) and len(node.body) != 1:
             return True
@@ -991,7 +1085,8 @@ def obeys(body, *, mistake=None):
 RULE_MUTANTS = {"calls allowed": "ast.Call", "attributes allowed": "Call|Attribute", "tables allowed": "Subscript",
                 "power allowed": r"\*\*", "any name": "only name", "any constant": "must be int",
                 "syntax error raises": "never raises", "not text raises": "never raises|not text",
-                "parsed as a module": None}
+                "parsed as a module": None, "a deny-list of the hacks the lab names": "allow-list",
+                "isinstance(v, int) (bools pass)": "generated case", "no length limit": "200 characters"}
 
 
 @pytest.mark.parametrize("mistake", list(RULE_MUTANTS))
@@ -1010,16 +1105,20 @@ def test_obeys_rules_right_version_reference_and_stub(capsys):
 
 def shift(a, b, *, mistake=None):
     from collections import Counter
-    clean = (lambda t: t) if mistake == "spaces kept" else (lambda t: t.strip())  # noqa: E731
+    clean = {"spaces kept": lambda t: t, "int() answers (leading zeros merged)": lambda t: str(int(t)),
+             "every space removed": lambda t: t.replace(" ", "")}.get(mistake, lambda t: t.strip())
     ca, cb = Counter(map(clean, a)), Counter(map(clean, b))
     keys = set(ca) if mistake == "keys of a only" else set(ca) | set(cb)
     na, nb = (1, 1) if mistake == "counts, not shares" else (len(a), len(b))
+    if mistake == "one denominator (the first sample's size)":
+        nb = na
     total = sum(abs(ca[x] / na - cb[x] / nb) for x in keys)
     return total if mistake == "not halved" else 0.5 * total
 
 
 SHIFT_MUTANTS = {"spaces kept": "spaces", "keys of a only": "EITHER", "counts, not shares": "own size",
-                 "not halved": "halve it"}
+                 "not halved": "halve it", "int() answers (leading zeros merged)": "generated case",
+                 "every space removed": "generated case", "one denominator (the first sample's size)": "own size"}
 
 
 @pytest.mark.parametrize("mistake", list(SHIFT_MUTANTS))
@@ -1042,7 +1141,14 @@ def verified(prompts, texts, answers, k, *, mistake=None):
     for i, t in enumerate(texts):
         p = prompts[i % len(prompts)] if mistake == "prompt i % n" else prompts[i // k]
         ans = answers[i % len(answers)] if mistake == "answer i % n" else answers[i // k]
-        if mistake == "endswith":
+        if mistake == "int() of the text after the last '>'":
+            try:
+                ok = int(t.rpartition(">")[2]) == int(ans)
+            except ValueError:
+                ok = False
+        elif mistake == "spaces removed first":
+            ok = outcome_reward([t.replace(" ", "")], [ans])[0] >= 1.0
+        elif mistake == "endswith":
             ok = t.endswith(ans)
         elif mistake == "substring":
             ok = (">" + ans) in t
@@ -1061,7 +1167,8 @@ def verified(prompts, texts, answers, k, *, mistake=None):
 
 
 VERIFIED_MUTANTS = {"keeps all": "keeps wrong ones", "keeps the wrong ones": None, "prompt i % n": "i // k",
-                    "answer i % n": None, "endswith": "last .>.", "substring": None, "one a prompt": None}
+                    "answer i % n": None, "endswith": "last .>.", "substring": None, "one a prompt": None,
+                    "int() of the text after the last '>'": None, "spaces removed first": "generated case"}
 
 
 @pytest.mark.parametrize("mistake", list(VERIFIED_MUTANTS))
@@ -1098,13 +1205,19 @@ def episode(segments, max_len, pad_id, *, mistake=None):
         own = [1 - o for o in own]
     pad = max(0, max_len - n)
     done = [1] * n + ([1] * pad if mistake == "padding read" else [0] * pad)
+    if mistake == "masks read from the ids (!= pad_id)":
+        full = ids + [pad_id] * pad
+        done = [int(t != pad_id) for t in full]
+        own = [o * d for o, d in zip(own + [0] * pad, done)]
+        return torch.tensor(full), torch.tensor(done), torch.tensor(own)
     return torch.tensor(ids + [pad_id] * pad), torch.tensor(done), torch.tensor(own + [0] * pad)
 
 
 EPISODE_MUTANTS = {"environment dropped": "environment's included", "no cut": "ids", "loss on every token":
                    "only on the tokens the policy wrote", "EOS never in the loss": "its own EOS included",
                    "loss mask inverted": "loss_mask", "padding read": "completion_mask",
-                   "an EOS always the policy's": "the EOS of a cut"}
+                   "an EOS always the policy's": "the EOS of a cut",
+                   "masks read from the ids (!= pad_id)": "pad id is also a real token"}
 
 
 @pytest.mark.parametrize("mistake", list(EPISODE_MUTANTS))
@@ -1145,23 +1258,109 @@ def test_calling_the_reference_passes_and_is_said(check, reference, calling, cap
     assert "calls the library's" not in capsys.readouterr().out
 
 
+def cases_of(*, mistake):
+    """A wrong answer to Lab 02's my_breaking_cases: the cases of BREAKING_MUTANTS[mistake]."""
+    return list(BREAKING_MUTANTS[mistake][0])
+
+
+def wrong_versions():
+    """{check name: {mistake: a wrong version of the learner's function}}: every wrong version in this file, one
+    mistake each. tools/grade.py writes a submission of each (python tools/grade.py make-submissions)."""
+    helpers = {"check_group_advantages": (advantages, ADVANTAGE_MUTANTS), "check_policy_loss": (loss, LOSS_MUTANTS),
+               "check_completion_logprobs": (logprobs, LOGPROB_MUTANTS),
+               "check_token_entropy": (entropy, ENTROPY_MUTANTS),
+               "check_health_check": (health, HEALTH_MUTANTS), "check_control_check": (control, CONTROL_MUTANTS),
+               "check_random_reward": (coin, RANDOM_MUTANTS), "check_breaking_cases": (cases_of, BREAKING_MUTANTS),
+               "check_step_credit": (credit, CREDIT_MUTANTS), "check_token_weights": (weights, WEIGHT_MUTANTS),
+               "check_sweet_spot": (sweet, SWEET_MUTANTS), "check_fill_batch": (fill, FILL_MUTANTS),
+               "check_best_asymptote": (asymptote, FIT_MUTANTS), "check_diagnose": (diag, DIAG_MUTANTS),
+               "check_importance_weights": (is_weights, IS_MUTANTS), "check_cispo_token_loss": (cispo, CISPO_MUTANTS),
+               "check_false_positive_rate": (fpr, FPR_MUTANTS), "check_obeys_rules": (obeys, RULE_MUTANTS),
+               "check_answer_shift": (shift, SHIFT_MUTANTS), "check_verified_pairs": (verified, VERIFIED_MUTANTS),
+               "check_episode_tensors": (episode, EPISODE_MUTANTS)}
+    out = {check: {m: partial(fn, mistake=m) for m in mutants} for check, (fn, mutants) in helpers.items()}
+    out["check_careful_match"] = {m: fn for m, (fn, _) in CAREFUL_MUTANTS.items()}
+    out["check_pass_at_k"] = {m: fn for m, (fn, _) in PASS_MUTANTS.items()}
+    out["check_fill_batch"]["rounds counted from 0"] = fill_counts_rounds_from_one
+    return out
+
+
+def right_versions():
+    """{check name: a right version}: this file's own where it has one, else the library's reference."""
+    from utils.verifiers.traces import step_credit
+
+    out = {"check_careful_match": careful_match, "check_pass_at_k": pass_at_k, "check_step_credit": step_credit,
+           "check_breaking_cases": ex.breaking_cases}
+    for check, versions in wrong_versions().items():
+        fn = next(iter(versions.values()))
+        if isinstance(fn, partial) and check not in out:
+            out[check] = partial(fn.func, mistake=None)
+    return out
+
+
 def test_every_check_has_mutants():
-    """Each check in the utils.notebook.exercises package (any of its modules) is exercised by a mutant list
+    """Each check in the utils.notebook.exercises package (any of its modules) has at least four wrong versions
     above, and the package re-exports it."""
     import importlib
     import pkgutil
 
     modules = [importlib.import_module(m.name) for m in pkgutil.iter_modules(ex.__path__, ex.__name__ + ".")]
     checks = {n for m in modules for n in vars(m) if n.startswith("check_")}
-    covered = {"check_group_advantages", "check_policy_loss", "check_token_entropy", "check_health_check",
-               "check_control_check", "check_random_reward", "check_careful_match", "check_breaking_cases",
-               "check_pass_at_k", "check_completion_logprobs", "check_step_credit", "check_token_weights",
-               "check_sweet_spot", "check_fill_batch", "check_best_asymptote", "check_diagnose",
-               "check_importance_weights", "check_cispo_token_loss", "check_verified_pairs",
-               "check_episode_tensors", "check_false_positive_rate", "check_obeys_rules", "check_answer_shift"}
-    assert covered == checks == {n for n in dir(ex) if n.startswith("check_")}
-    assert all(len(m) >= 3 for m in (ADVANTAGE_MUTANTS, LOSS_MUTANTS, ENTROPY_MUTANTS, HEALTH_MUTANTS,
-                                     CONTROL_MUTANTS, RANDOM_MUTANTS, CAREFUL_MUTANTS, BREAKING_MUTANTS, PASS_MUTANTS,
-                                     LOGPROB_MUTANTS, CREDIT_MUTANTS, WEIGHT_MUTANTS, SWEET_MUTANTS, FILL_MUTANTS,
-                                     FIT_MUTANTS, DIAG_MUTANTS, IS_MUTANTS, CISPO_MUTANTS, VERIFIED_MUTANTS,
-                                     EPISODE_MUTANTS, FPR_MUTANTS, RULE_MUTANTS, SHIFT_MUTANTS))
+    assert set(wrong_versions()) == checks == {n for n in dir(ex) if n.startswith("check_")}
+    assert set(right_versions()) == checks
+    assert {c: len(v) for c, v in wrong_versions().items() if len(v) < 4} == {}
+
+
+@pytest.mark.parametrize("student", ["ada", "grace"])
+def test_right_versions_pass_for_every_student(student, monkeypatch, capsys):
+    """Each student's generated cases are other cases, and a right version passes them all (no tolerance or tie that
+    a right version could fall on)."""
+    monkeypatch.setenv("RLVR_LABS_STUDENT", student)
+    for check, fn in right_versions().items():
+        got = getattr(ex, check)(fn)
+        assert got is fn or check == "check_breaking_cases", check
+    assert "generated" in capsys.readouterr().out
+
+
+def test_wrong_versions_rejected_for_a_student_and_their_cases_differ(monkeypatch):
+    """With a student id the generated cases come first: every wrong version is still rejected, and most are caught
+    on a generated case that differs from another student's (so a shared answer key of cases does not exist)."""
+    messages = {}
+    for student in ("ada", "grace"):
+        monkeypatch.setenv("RLVR_LABS_STUDENT", student)
+        for check, versions in wrong_versions().items():
+            for mistake, fn in versions.items():
+                messages.setdefault((check, mistake), []).append(rejected(getattr(ex, check), fn))
+    generated = {k: v for k, v in messages.items() if "generated case" in v[0]}
+    assert len(generated) >= 0.6 * len(messages), (len(generated), len(messages))
+    differ = [k for k, (a, b) in generated.items() if a != b]
+    assert len(differ) >= 0.9 * len(generated), sorted(set(generated) - set(differ))
+
+
+def test_graded_mode_fails_an_unwritten_exercise(monkeypatch, capsys):
+    """RLVR_LABS_GRADED=1: a stub is a failed exercise for every check, never the reference; unset, the NOTE."""
+    monkeypatch.setenv("RLVR_LABS_GRADED", "1")
+    for check in wrong_versions():
+        rejected(getattr(ex, check), stub, r"not written yet.*Graded mode")
+    assert "NOTE" not in capsys.readouterr().out
+    monkeypatch.setenv("RLVR_LABS_GRADED", "0")
+    assert ex.check_pass_at_k(stub) is pass_at_k and "NOTE" in capsys.readouterr().out
+
+
+def test_each_check_is_fast():
+    """A check, worked and generated cases together, stays within a second or two: 2 s with a right version, at one
+    torch thread as the grader runs it (the better of two tries: the suite shares two cores)."""
+    import time
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for check, fn in right_versions().items():
+            seconds = []
+            for _ in range(2):
+                t0 = time.perf_counter()
+                getattr(ex, check)(fn)
+                seconds.append(time.perf_counter() - t0)
+            assert min(seconds) < 2.0, (check, seconds)
+    finally:
+        torch.set_num_threads(threads)

@@ -9,8 +9,14 @@ the lab:
   reference implementation, so the lab still runs top to bottom;
 - wrong: raises ExerciseError saying what differs (shape or values, on a small case);
 - right: prints a tick and returns the learner's function.
+
+Each check runs its worked cases (the explanation) and then many small generated ones, compared with the reference,
+seeded per student (RLVR_LABS_STUDENT). Graded mode (RLVR_LABS_GRADED=1, tools/grade.py) makes an unwritten exercise a
+failure instead of the reference fallback.
 """
-from utils.notebook.exercises.common import ExerciseError
+from utils.notebook.exercises.common import GRADED_ENV, STUDENT_ENV, ExerciseError
+from utils.notebook.exercises.common import _graded_verdict as graded_verdict  # tools/grade.py, otter tests
+from utils.notebook.exercises.common import _passes as passes
 from utils.notebook.exercises.lab01 import (
     UNBIASED_STD_MESSAGE,
     check_completion_logprobs,
@@ -50,7 +56,7 @@ from utils.notebook.exercises.lab11 import (
 )
 
 __all__ = [
-    "ExerciseError",
+    "ExerciseError", "GRADED_ENV", "STUDENT_ENV", "graded_verdict", "passes",
     "UNBIASED_STD_MESSAGE", "check_group_advantages", "check_policy_loss", "check_completion_logprobs",
     "HIDDEN_ARITHMETIC_CASES", "check_careful_match", "breaking_cases", "check_breaking_cases",
     "check_random_reward", "check_control_check",

@@ -1,7 +1,17 @@
 """Lab 01's checks (GRPO from scratch): group advantages, policy loss, completion log-probs."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _compare, _first_match, _note, learner_check
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _compare,
+    _first_match,
+    _generator,
+    _note,
+    _show,
+    _worked_then_generated,
+    learner_check,
+)
 from utils.rl import grpo
 
 UNBIASED_STD_MESSAGE = (
@@ -85,23 +95,59 @@ def check_group_advantages(fn):
          (torch.tensor([0.0, 1.0, 3.0, 10.0, 1.0, 1.0, 1.0, 0.0]), 4, False, "median"), [-2, -1, 1, 8, 0, 0, 0, -1]),
     ]
     try:
+        fn(*cases[0][1])
+    except NotImplementedError:
+        return _note("my_group_advantages", grpo.group_advantages)
+
+    def worked():
+        """The worked cases, each with its hint."""
         for desc, args, want in cases:
             got, want = fn(*args), torch.as_tensor(want, dtype=torch.float32)
             try:
                 _compare("my_group_advantages", desc, got, want)
             except ExerciseError as e:
-                variants = _advantage_variants(*args)
-                known = _first_match(got, variants, want)
-                if known is None and torch.is_tensor(got) and not torch.isfinite(got).all():
-                    known = next(k for k in variants if k[0] == "no eps")
-                hint = known[1] if known else (
-                    "subtract each group's mean (or median: for an even group the mean of the two middle values); "
-                    "when scale_std is True divide by the group's population std (unbiased=False) plus 1e-4.")
-                raise ExerciseError(f"{e}\nHint: {hint}") from None
-    except NotImplementedError:
-        return _note("my_group_advantages", grpo.group_advantages)
-    print(f"OK: my_group_advantages matches the reference on {len(cases)} worked cases.")
+                raise ExerciseError(f"{e}\nHint: {_advantage_hint(args, got, want)}") from None
+
+    generated = _advantage_cases(_generator("check_group_advantages"))
+    _worked_then_generated(worked, lambda: _agree(
+        "my_group_advantages", fn, grpo.group_advantages, generated, _describe_advantages, _advantage_hint))
+    print(f"OK: my_group_advantages matches the reference on {len(cases)} worked cases and {len(generated)} "
+          f"generated ones.")
     return fn
+
+
+def _advantage_hint(args, got, want):
+    """The hint for wrong advantages: the known mistake the result matches, else the rule."""
+    try:
+        variants = _advantage_variants(*args)
+        known = _first_match(got, variants, torch.as_tensor(want, dtype=torch.float32))
+        if known is None and torch.is_tensor(got) and not torch.isfinite(got).all():
+            known = next(k for k in variants if k[0] == "no eps")
+    except Exception:  # noqa: BLE001 - a result the variants cannot be compared with: the plain rule
+        known = None
+    return known[1] if known else (
+        "subtract each group's mean (or median: for an even group the mean of the two middle values); "
+        "when scale_std is True divide by the group's population std (unbiased=False) plus 1e-4.")
+
+
+def _advantage_cases(rng, n=60):
+    """Generated (rewards [N], group_size, scale_std, baseline) cases, smallest first: groups of 1 to 5, one to three
+    groups, rewards 0/1 (groups all alike among them), small ints, floats and near-equal values (where eps matters)."""
+    cases = []
+    for _ in range(n):
+        G, groups = rng.choice([1, 2, 2, 3, 4, 5]), rng.choice([1, 2, 2, 3])
+        kind = rng.choice(["binary", "binary", "ints", "floats", "tiny"])
+        draw = {"binary": lambda: float(rng.random() < 0.5), "ints": lambda: float(rng.randint(-3, 5)),
+                "floats": lambda: round(rng.uniform(-2, 2), 3), "tiny": lambda: rng.choice([0.0, 0.01, 0.02])}[kind]
+        r = [draw() for _ in range(G * groups)]
+        cases.append((torch.tensor(r), G, rng.random() < 0.7, rng.choice(["mean", "median"])))
+    return sorted(cases, key=lambda c: len(c[0]))
+
+
+def _describe_advantages(rewards, group_size, scale_std, baseline):
+    """A generated advantages case in words."""
+    return (f"my_group_advantages(rewards={[round(x, 3) for x in rewards.tolist()]}, group_size={group_size}, "
+            f"scale_std={scale_std}, baseline={baseline!r})")
 
 
 def _loss_variants(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len):
@@ -221,6 +267,12 @@ def check_policy_loss(fn):
             "+ beta*k3 with k3 = exp(d) - d - 1, d = ref_logp - logp; then average with the mask as loss_type says "
             "(grpo: per-sequence means, then their mean; dapo: sum / number of tokens; dr_grpo: sum / (N * max_len)).")
     try:
+        fn(*[x.clone() if torch.is_tensor(x) else x for x in cases[0][1]])
+    except NotImplementedError:
+        return _note("my_policy_loss", grpo.policy_loss)
+
+    def worked():
+        """The worked cases: the value (a known mistake named), then the gradient."""
         for desc, args, want in cases:
             got, grad = _loss_and_grad(fn, args)
             want = torch.tensor(want, dtype=torch.float32)
@@ -242,13 +294,71 @@ def check_policy_loss(fn):
                         + f"d loss / d logp\n  expected {want_grad.tolist()}\n  got      {grad.tolist()}"
                 raise ExerciseError(
                     f"my_policy_loss on {desc}: the loss value is right but its gradient is not: {why}.\n"
-                    f"Hint: the loss must be differentiable in logp, the only input that is not a constant: compute "
-                    f"ratio = exp(logp - old_logp) without detaching logp or the ratio (only old_logp and ref_logp "
-                    f"are constants), let the clip cut the gradient by itself, and keep logp in the KL term.")
-    except NotImplementedError:
-        return _note("my_policy_loss", grpo.policy_loss)
-    print(f"OK: my_policy_loss matches the reference on {len(cases)} worked cases, values and gradients.")
+                    f"{GRADIENT_HINT}")
+
+    def value_and_grad(f):
+        """f as a function of the case giving (loss, d loss / d logp)."""
+        return lambda *args: _loss_and_grad(f, args)
+
+    def loss_hint(args, got, want):
+        """The hint for a generated case: a right value with a wrong gradient, a known mistake, or the rule."""
+        if isinstance(got, tuple) and torch.allclose(got[0], want[0], atol=1e-5, rtol=1e-4):
+            return ("the loss value is right but its gradient w.r.t. logp is not. "
+                    + GRADIENT_HINT.removeprefix("Hint: "))
+        known = _first_match(got[0], _loss_variants(*args), want[0]) if isinstance(got, tuple) else None
+        return (f"your value matches a known mistake: {known[1]}. " if known else "") + hint.removeprefix("Hint: ")
+
+    generated = _loss_cases(_generator("check_policy_loss"))
+    _worked_then_generated(worked, lambda: _agree(
+        "my_policy_loss", value_and_grad(fn), value_and_grad(grpo.policy_loss), generated, _describe_loss, loss_hint,
+        show=_show_loss))
+    print(f"OK: my_policy_loss matches the reference on {len(cases)} worked cases and {len(generated)} generated "
+          f"ones, values and gradients.")
     return fn
+
+
+GRADIENT_HINT = ("Hint: the loss must be differentiable in logp, the only input that is not a constant: compute "
+                 "ratio = exp(logp - old_logp) without detaching logp or the ratio (only old_logp and ref_logp "
+                 "are constants), let the clip cut the gradient by itself, and keep logp in the KL term.")
+
+
+def _loss_cases(rng, n=40):
+    """Generated policy_loss cases, smallest first: 1-3 sequences of 1-4 tokens, probabilities whose ratios fall on
+    each side of the clip and exactly on a bound (equal probabilities with an eps of 0), advantages of both signs and
+    0, padding holding garbage, each loss type, beta 0 or not."""
+    probs = [0.1, 0.2, 0.25, 0.4, 0.5, 0.8, 1.0]
+    cases = []
+    for _ in range(n):
+        N, T = rng.randint(1, 3), rng.randint(1, 4)
+        p = [[rng.choice(probs) for _ in range(T)] for _ in range(N)]
+        q = [[x if rng.random() < 0.3 else rng.choice(probs) for x in row] for row in p]     # ratio exactly 1 too
+        r = [[x if rng.random() < 0.4 else rng.choice(probs) for x in row] for row in p]
+        lengths = [rng.choice([T] * 3 + list(range(1, T + 1))) for _ in range(N)]    # every completion has a token
+        mask = torch.tensor([[int(t < n_) for t in range(T)] for n_ in lengths])
+        logp, old, ref = (torch.tensor(x).log() for x in (p, q, r))
+        for x in (logp, old, ref):
+            x[mask == 0] = torch.tensor([rng.choice([3.0, -10.0, 7.5]) for _ in range(int((mask == 0).sum()))])
+        adv = torch.tensor([rng.choice([-2.0, -1.5, -0.5, 0.0, 0.5, 1.0, 2.0]) for _ in range(N)])
+        eps_low, eps_high = rng.choice([0.0, 0.1, 0.2, 0.2, 0.28]), rng.choice([0.0, 0.2, 0.2, 0.28, 0.5])
+        cases.append((logp, old, ref, adv, mask, eps_low, eps_high, rng.choice([0.0, 0.0, 0.1, 0.5]),
+                      rng.choice(["grpo", "dapo", "dr_grpo"]), T + rng.randint(0, 3)))
+    return sorted(cases, key=lambda c: c[0].numel())
+
+
+def _describe_loss(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len):
+    """A generated policy_loss case in words (probabilities rather than log-probabilities: easier to read)."""
+    pr = lambda x: [[round(v, 4) for v in row] for row in x.exp().tolist()]  # noqa: E731
+    return (f"pi = exp(logp) {pr(logp)}, pi_old {pr(old_logp)}, pi_ref {pr(ref_logp)}, adv {adv.tolist()}, mask "
+            f"{mask.tolist()}, eps_low {eps_low}, eps_high {eps_high}, beta {beta}, loss_type {loss_type!r}, max_len "
+            f"{max_len} (the values at padding are garbage on purpose)")
+
+
+def _show_loss(x):
+    """A (loss, d loss / d logp) pair as the learner reads it."""
+    if not isinstance(x, tuple):
+        return _show(x)
+    value, grad = x
+    return f"loss {_show(value)}, d loss / d logp {_show(grad) if grad is not None else 'none (no gradient)'}"
 
 
 def _tiny_gpt2(seed=0, vocab=12, positions=16):
@@ -300,12 +410,26 @@ def check_completion_logprobs(fn):
             "at position j predict token j + 1, so the completion's T tokens are predicted by positions P - 1 .. "
             "P + T - 2; log_softmax over the vocabulary, gather the completion ids, and multiply by completion_mask.")
     try:
-        want = _row_by_row_logprobs(model, *args).detach()
-        model.zero_grad()
-        got = fn(model, *[x.clone() for x in args])
+        fn(model, *[x.clone() for x in args])
     except NotImplementedError:
         _note("my_completion_logprobs", completion_logprobs)
         return reference
+    generated = _logprob_cases(_generator("check_completion_logprobs"), eos)
+    _worked_then_generated(lambda: _worked_logprobs(fn, model, reference, args, desc, hint), lambda: _agree(
+        "my_completion_logprobs", lambda *a: fn(model, *a), lambda *a: reference(model, *a).detach(), generated,
+        _describe_logprobs, hint.removeprefix("Hint: ") + " The padding id is EOS, also a real token: read which "
+        "tokens are real from the masks, never from the ids."))
+    print(f"OK: my_completion_logprobs matches the row-by-row log-probs on a left-padded batch (values and gradient) "
+          f"and the reference on {len(generated)} generated batches.")
+    return fn
+
+
+def _worked_logprobs(fn, model, reference, args, desc, hint):
+    """The worked batch: values against the row-by-row truth, then the gradient, each with its message."""
+    completion_mask = args[3]
+    want = _row_by_row_logprobs(model, *args).detach()
+    model.zero_grad()
+    got = fn(model, *[x.clone() for x in args])
     if not torch.is_tensor(got) or got.shape != want.shape:
         shape = tuple(got.shape) if torch.is_tensor(got) else type(got).__name__
         raise ExerciseError(f"my_completion_logprobs on {desc}: expected a tensor of shape {tuple(want.shape)} "
@@ -334,5 +458,29 @@ def check_completion_logprobs(fn):
         raise ExerciseError("my_completion_logprobs: the values are right but their gradient w.r.t. the token "
                             "embeddings is not the reference's. Compute everything from the model's output, in one "
                             "differentiable pass.")
-    print("OK: my_completion_logprobs matches the row-by-row log-probs on a left-padded batch, values and gradient.")
-    return fn
+
+
+def _logprob_cases(rng, eos, n=4, vocab=12):
+    """Generated (prompt_ids, prompt_mask, completion_ids, completion_mask) batches, smallest first: 1-3 rows, prompts
+    left padded with EOS (GPT-2's pad is its EOS) that may hold a real EOS too, completions that may end in a real
+    EOS, garbage ids (EOS among them) in the completions' padding."""
+    cases = []
+    for _ in range(n):
+        N, P, T = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 3)
+        pl, cl = [rng.randint(1, P) for _ in range(N)], [rng.randint(1, T) for _ in range(N)]
+        pl[rng.randrange(N)] = P                                             # one row fills the prompt width
+        tok = lambda: rng.choice(list(range(vocab)) + [eos] * 2)  # noqa: E731 - EOS drawn often, as a real token
+        prompt_ids = torch.tensor([[eos] * (P - k) + [tok() for _ in range(k)] for k in pl])
+        prompt_mask = torch.tensor([[0] * (P - k) + [1] * k for k in pl])
+        completion_ids = torch.tensor([[tok() for _ in range(k)] + [rng.choice([eos, 0, 3]) for _ in range(T - k)]
+                                       for k in cl])
+        completion_mask = torch.tensor([[1] * k + [0] * (T - k) for k in cl])
+        cases.append((prompt_ids, prompt_mask, completion_ids, completion_mask))
+    return sorted(cases, key=lambda c: c[0].numel() + c[2].numel())
+
+
+def _describe_logprobs(prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """A generated log-probs batch in words."""
+    return (f"on the tiny GPT-2 (its EOS, 11, is also the pad id), prompt_ids "
+            f"{prompt_ids.tolist()}, prompt_mask {prompt_mask.tolist()}, completion_ids {completion_ids.tolist()}, "
+            f"completion_mask {completion_mask.tolist()}")

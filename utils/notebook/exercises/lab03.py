@@ -1,5 +1,12 @@
 """Lab 03's checks (the random-reward control): a random reward, the control check."""
-from utils.notebook.exercises.common import ExerciseError, _note, learner_check
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _generator,
+    _note,
+    _worked_then_generated,
+    learner_check,
+)
 
 
 @learner_check("(p, seed)", "a reward function (completions, answer) -> one 0.0 or 1.0 per completion")
@@ -45,9 +52,38 @@ def check_random_reward(fn):
         except ValueError:
             continue
         raise ExerciseError(f"my_random_reward({bad}, 0) should raise ValueError: p is a probability")
+    _streams(fn, _generator("check_random_reward"))
     print("OK: my_random_reward pays at rate p, ignores the output, is seeded (one stream per seed, fresh coins "
-          "on every call) and rejects a bad p.")
+          "on every call, rewards drawn interleaved kept apart) and rejects a bad p.")
     return fn
+
+
+def _streams(fn, rng, n=64):
+    """Generated seeds: two reward functions drawn interleaved each give the stream they give alone (no shared
+    global generator), and a seed's later calls are not another seed's earlier ones (no seed + call count)."""
+    for _ in range(3):
+        p = rng.choice([0.3, 0.5, 0.7])
+        s1 = rng.randint(0, 10**6)
+        s2 = s1 + rng.choice([1, 2, 17])
+        x = ["x"] * n
+        a, b = fn(p, s1), fn(p, s2)
+        mixed = [list(a(x)), list(b(x)), list(a(x)), list(b(x))]          # a, b, a, b
+        a, b = fn(p, s1), fn(p, s2)
+        alone = [list(a(x)), list(a(x))] + [list(b(x)), list(b(x))]     # a, a, then b, b
+        if mixed[0::2] != alone[:2] or mixed[1::2] != alone[2:]:
+            raise ExerciseError(f"my_random_reward({p}, {s1}) and my_random_reward({p}, {s2}), drawn in turns "
+                                f"(a, b, a, b, {n} completions a call), gave other rewards than each drawn alone: the "
+                                f"two reward functions share one generator (np.random.seed and np.random.random, or "
+                                f"the random module, are global). Give each its own: rng = np.random.default_rng(seed) "
+                                f"inside my_random_reward, used by its inner function.")
+        calls = fn(p, s1)
+        later = [list(calls(x)) for _ in range(4)]                  # calls 1-4 of seed s1
+        for j in (1, 2, 3):
+            if later[j] == list(fn(p, s1 + j)(x)):
+                raise ExerciseError(f"call {j + 1} of my_random_reward({p}, {s1}) paid the same {n} rewards as the "
+                                    f"first call of my_random_reward({p}, {s1 + j}): each call re-seeds from the seed "
+                                    f"and a call count, so seeds' streams overlap. Create one generator per reward "
+                                    f"function, seeded once, and keep drawing from it.")
 
 
 @learner_check("(before, true_runs, random_runs, threshold)", "a dict with true_gain, random_gain, flagged and harmed")
@@ -79,6 +115,59 @@ def check_control_check(fn):
     except NotImplementedError:
         return _note("my_control_check", control_check)
     keys = ("true_gain", "random_gain", "flagged", "harmed")
+    _worked_then_generated(lambda: _worked_control(fn, before, cases, keys), lambda: _agree(
+        "my_control_check", _four(fn), _four(control_check), _control_cases(_generator("check_control_check")),
+        _describe_control, CONTROL_HINT))
+    print(f"OK: my_control_check matches the reference on {len(cases)} worked cases and the generated ones.")
+    return fn
+
+
+CONTROL_HINT = ("gain = the mean over ALL runs of after['pass@1'] - before['pass@1']; flagged when the random gain is "
+                "strictly above +threshold, harmed when it is strictly below -threshold (exactly at either is "
+                "neither).")
+
+
+def _four(f):
+    """f's result reduced to the four keys the exercise asks for (bools and floats as Python's own)."""
+    def run(*args):
+        out = f(*args)
+        if not isinstance(out, dict):
+            return out
+        conv = {"flagged": lambda v: bool(v) if type(v).__name__ in ("bool", "bool_") else v,
+                "harmed": lambda v: bool(v) if type(v).__name__ in ("bool", "bool_") else v}
+        return {k: conv.get(k, lambda v: v)(out.get(k, "<missing>")) for k in
+                ("true_gain", "random_gain", "flagged", "harmed")}
+    return run
+
+
+def _control_cases(rng, n=40):
+    """Generated (before, true_runs, random_runs, threshold) cases, fewest runs first: one to five runs of each
+    condition (more than two, so that only the mean over all runs is right), accuracies in 64ths (exact in binary
+    floating point), and random gains that land exactly on +threshold or -threshold."""
+    def runs(accs):
+        return [{"config": {"steps": 1}, "after": {"pass@1": a}} for a in accs]
+    out = []
+    for _ in range(n):
+        before, th = rng.randint(16, 48) / 64, rng.randint(1, 8) / 64
+        nt, nr = rng.randint(1, 5), rng.randint(1, 5)
+        true = [before + rng.randint(-8, 16) / 64 for _ in range(nt)]
+        if rng.random() < 0.3:                                   # every run's gain exactly +-threshold
+            rand = [before + rng.choice([-1, 1]) * th] * nr
+        else:
+            rand = [before + rng.randint(-12, 12) / 64 for _ in range(nr)]
+        out.append(({"pass@1": before}, runs(true), runs(rand), th))
+    return sorted(out, key=lambda c: len(c[1]) + len(c[2]))
+
+
+def _describe_control(before, true_runs, random_runs, threshold):
+    """A generated control case in words."""
+    acc = lambda rs: [r["after"]["pass@1"] for r in rs]  # noqa: E731
+    return (f"before pass@1 {before['pass@1']}, true runs' pass@1 after {acc(true_runs)}, random runs' "
+            f"{acc(random_runs)}, threshold {threshold}")
+
+
+def _worked_control(fn, before, cases, keys):
+    """The worked control cases, each with its message."""
     for desc, t, r, th, want in cases:
         out = fn(before, t, r, th)
         missing = [k for k in keys if not isinstance(out, dict) or k not in out]
@@ -97,5 +186,3 @@ def check_control_check(fn):
                 f"Hint: gain = mean over runs of after['pass@1'] - before['pass@1']; flagged when the random gain is "
                 f"strictly above +threshold, harmed when it is strictly below -threshold (exactly at either is "
                 f"neither).")
-    print(f"OK: my_control_check matches the reference on {len(cases)} worked cases.")
-    return fn

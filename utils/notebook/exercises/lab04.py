@@ -1,7 +1,16 @@
 """Lab 04's checks (entropy collapse): token entropy, the health check."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note, _run, learner_check
+from utils.eval.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _generator,
+    _note,
+    _run,
+    _worked_then_generated,
+    learner_check,
+)
 
 
 @learner_check("(logits, mask)", "the mean entropy in nats, a scalar tensor or a number")
@@ -32,13 +41,45 @@ def check_token_entropy(fn):
         ("a fully peaked position, logits (1000, 0, 0, 0): entropy 0", (torch.tensor([[[1000.0, 0, 0, 0]]]),
                                                                       torch.ones(1, 1)), 0.0),
     ]
+    hint = ("log_softmax over the last axis (not log(softmax): it gives log 0 = -inf on a peaked distribution), "
+            "H = -(p * log p).sum(-1) per position in nats (natural log), then average over all positions where mask "
+            "is 1 (divide by mask.sum(), not by T and not row by row).")
+    generated = _entropy_cases(_generator("check_token_entropy"))
+
+    def worked():
+        """The worked cases through _run, with the hint."""
+        try:
+            _run("my_token_entropy", fn, token_entropy, cases)
+        except ExerciseError as e:
+            raise ExerciseError(f"{e}\nHint: {hint}") from None
     try:
-        return _run("my_token_entropy", fn, token_entropy, cases)
-    except ExerciseError as e:
-        raise ExerciseError(f"{e}\nHint: log_softmax over the last axis (not log(softmax): it gives log 0 = -inf on "
-                            f"a peaked distribution), H = -(p * log p).sum(-1) per position in nats (natural log), "
-                            f"then average over all positions where mask is 1 (divide by mask.sum(), not by T and "
-                            f"not row by row).") from None
+        fn(*cases[0][1])
+    except NotImplementedError:
+        return _note("my_token_entropy", token_entropy)
+    _worked_then_generated(worked, lambda: _agree("my_token_entropy", fn, token_entropy, generated, _describe_entropy,
+                                                  hint))
+    print(f"OK: my_token_entropy also matches on {len(generated)} generated cases.")
+    return fn
+
+
+def _entropy_cases(rng, n=40):
+    """Generated (logits [N, T, V], mask [N, T]) cases, smallest first: 1-3 rows of 1-4 positions over 2-6 tokens,
+    logits flat, spread or peaked (up to 1000 apart), masks with masked positions and fully masked rows (never all)."""
+    out = []
+    for _ in range(n):
+        N, T, V = rng.randint(1, 3), rng.randint(1, 4), rng.randint(2, 6)
+        scale = rng.choice([0.0, 0.5, 3.0, 1000.0])
+        logits = torch.tensor([[[rng.gauss(0, 1) * scale for _ in range(V)] for _ in range(T)] for _ in range(N)])
+        mask = torch.tensor([[int(rng.random() < 0.7) for _ in range(T)] for _ in range(N)])
+        mask[rng.randrange(N), rng.randrange(T)] = 1
+        out.append((logits, mask))
+    return sorted(out, key=lambda c: c[0].numel())
+
+
+def _describe_entropy(logits, mask):
+    """A generated entropy case in words."""
+    rounded = [[[round(v, 3) for v in p] for p in r] for r in logits.tolist()]
+    return f"my_token_entropy(logits={rounded}, mask={mask.tolist()})"
 
 
 @learner_check('(history, window)', 'the set of failed checks ("spread", "entropy", "kl")')
@@ -47,7 +88,7 @@ def check_health_check(fn):
     utils.eval.health.health_check on worked histories (the default window and window=2, a history shorter
     than the window, values exactly at the limits), and a ValueError for an empty history or a missing
     metric. Returns the function to use."""
-    from utils.eval.health import ENTROPY_RATIO, KL_CEILING, STD_FLOOR, health_check
+    from utils.eval.health import health_check
 
     def reference(history, window=5):
         return set(health_check(history, window=window)["failed"])
@@ -81,6 +122,50 @@ def check_health_check(fn):
         fn(cases[0][1])
     except NotImplementedError:
         return _note("my_health_check", reference)
+    generated = _health_cases(_generator("check_health_check"), rec)
+    hint = ("average each metric over the last `window` steps (all of them: not the last one, their max or their "
+            "median), flag std < STD_FLOOR, entropy < ENTROPY_RATIO x the mean of the first `window` steps and "
+            "kl > KL_CEILING (strictly), and raise ValueError for an empty history or a missing metric.")
+    _worked_then_generated(lambda: _worked_health(fn, reference, cases, windowed), lambda: _agree(
+        "my_health_check", fn, reference, generated, _describe_health, hint))
+    print(f"OK: my_health_check agrees with the reference on {len(cases) + len(windowed)} worked histories and "
+          f"{len(generated)} generated ones, and rejects bad input.")
+    return fn
+
+
+def _health_cases(rng, rec, n=40):
+    """Generated (history, window) cases, shortest first: 1-12 steps, windows 1-6 (longer than the history too), values
+    near and exactly at the limits, a KL spike inside an otherwise calm window (its mean under or over the ceiling), an
+    entropy that falls, and now and then an empty history or a step without 'kl' (a ValueError)."""
+    out = []
+    for _ in range(n):
+        L, w = rng.randint(1, 12), rng.randint(1, 6)
+        start = rng.choice([0.5, 1.0])
+        end = rng.choice([0.3, 0.45, ENTROPY_RATIO, 0.55, 0.8, 1.0])    # where the entropy falls to, x start
+        hist = [rec(std=rng.choice([0.375, 0.25, STD_FLOOR, 0.0625, 0.125]),
+                    ent=start * (rng.choice([0.75, 1.0, 1.5]) if i < L // 2 else rng.choice([end, end, end * 1.25])),
+                    kl=rng.choice([0.1, 0.1, 1.0, KL_CEILING])) for i in range(L)]
+        if rng.random() < 0.4:                                   # a spike in a calm window
+            for r in hist[-w:]:
+                r["kl"] = 0.1
+            hist[-rng.randint(1, min(w, L))]["kl"] = rng.choice([3.0 * KL_CEILING, 1.5 * KL_CEILING * w])
+        if rng.random() < 0.05:
+            hist = []
+        elif rng.random() < 0.05:
+            del hist[-1]["kl"]
+        out.append((hist, w))
+    return sorted(out, key=lambda c: len(c[0]))
+
+
+def _describe_health(history, window):
+    """A generated history in words."""
+    short = [(r.get("group_reward_std"), r.get("entropy"), r.get("kl")) for r in history]
+    return (f"my_health_check(history, window={window}) with {len(history)} steps of (group_reward_std, entropy, kl): "
+            f"{[tuple(round(v, 4) if v is not None else None for v in t) for t in short]}")
+
+
+def _worked_health(fn, reference, cases, windowed):
+    """The worked histories, each with its message, and the two bad inputs."""
     for desc, hist, window in [(d, h, None) for d, h in cases] + windowed:
         want = reference(hist) if window is None else reference(hist, window=window)
         try:
@@ -105,6 +190,3 @@ def check_health_check(fn):
             raise ExerciseError(f"my_health_check on {desc} raised {type(e).__name__}: {e}; raise a ValueError "
                                 f"that names what is missing instead") from None
         raise ExerciseError(f"my_health_check on {desc} should raise ValueError naming what is missing")
-    print(f"OK: my_health_check agrees with the reference on {len(cases) + len(windowed)} histories and rejects bad "
-          f"input.")
-    return fn

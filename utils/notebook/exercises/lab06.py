@@ -1,7 +1,16 @@
 """Lab 06's checks (reward design on reasoning traces): step credit, token weights."""
 import torch
 
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, learner_check
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _generator,
+    _note,
+    _said_if_reference,
+    _same,
+    _worked_then_generated,
+    learner_check,
+)
 from utils.rl import grpo
 
 # Lab 06: (a, b, text, expected credit, what the case tests). 478 + 356: 8+6+0=14 7+5+1=13 4+3+1=8 >834
@@ -34,6 +43,56 @@ def check_step_credit(fn):
         fn("8+6+0=14 >14", 8, 6)
     except NotImplementedError:
         return _note("my_step_credit", step_credit)
+    generated = _credit_cases(_generator("check_step_credit"))
+    _worked_then_generated(lambda: _worked_credit(fn), lambda: _agree(
+        "my_step_credit", fn, step_credit, generated, lambda text, a, b: f"my_step_credit({text!r}, {a}, {b}) (right "
+        f"steps {' '.join('{}+{}+{}={}'.format(*s) for s in _steps(a, b))})",
+        "count written steps equal to the right step at the same position (operands, carry AND sum); divide by "
+        "max(steps written, steps needed), an unreadable token counting as a step written; return a float, 0.0 for "
+        "anything unreadable."))
+    _said_if_reference("my_step_credit", fn, step_credit, STEP_CASES[0][2], STEP_CASES[0][0], STEP_CASES[0][1])
+    print(f"OK: my_step_credit matches the process reward on {len(STEP_CASES)} worked cases and {len(generated)} "
+          f"generated ones.")
+    return fn
+
+
+def _credit_cases(rng, n=60):
+    """Generated (text, a, b) traces, shortest first: the right steps of a random sum, with 0-2 slips among a step
+    whose operands and carry are right but whose sum is wrong, swapped operands, a dropped carry, a skipped, repeated
+    or extra step, an unreadable token, another answer or none, spaces around."""
+    out = []
+    for _ in range(n):
+        a, b = (rng.randint(0, 10 ** rng.randint(1, 4) - 1) for _ in range(2))
+        steps = [list(s) for s in _steps(a, b)]
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            i, slip = rng.randrange(len(steps)), rng.choice(["sum", "swap", "carry", "skip", "repeat", "extra", "junk"])
+            if isinstance(steps[i], str):     # a junk token already there: leave it
+                continue
+            x, y, c, s_ = steps[i]
+            if slip == "sum":
+                steps[i] = [x, y, c, (s_ + rng.choice([1, 9, 10])) % 20]
+            elif slip == "swap":
+                steps[i] = [y, x, c, s_]
+            elif slip == "carry":
+                steps[i] = [x, y, 1 - c, x + y + 1 - c]
+            elif slip == "skip" and len(steps) > 1:
+                del steps[i]
+            elif slip == "repeat":
+                steps.insert(i, list(steps[i]))
+            elif slip == "extra":
+                steps.append([0, 0, 0, 0])
+            elif slip == "junk":
+                steps.insert(i, rng.choice(["hello", "8+6", "=14", "x"]))
+        body = " ".join(s if isinstance(s, str) else "{}+{}+{}={}".format(*s) for s in steps)
+        answer = rng.choice([a + b, a + b, a + b + 1, None])
+        text = body + ("" if answer is None else f" >{answer}")
+        out.append((rng.choice([text, text, f" {text} ", text.replace(" ", "  ", 1)]), a, b))
+    out += [(x, rng.randint(1, 99), rng.randint(1, 99)) for x in (None, 834, ["8+6+0=14"])]   # not text: 0.0
+    return sorted(out, key=lambda c: len(c[0]) if isinstance(c[0], str) else 0)
+
+
+def _worked_credit(fn):
+    """STEP_CASES, each with its message."""
     for a, b, text, want, what in STEP_CASES:
         try:
             got = fn(text, a, b)
@@ -46,9 +105,6 @@ def check_step_credit(fn):
                                 f"  expected {want:.4f}, got {got!r}\nRule: count written steps equal to the "
                                 f"right step at the same position; divide by max(steps written, steps needed), an "
                                 f"unreadable token counting as a step written.")
-    _said_if_reference("my_step_credit", fn, step_credit, STEP_CASES[0][2], STEP_CASES[0][0], STEP_CASES[0][1])
-    print(f"OK: my_step_credit matches the process reward on {len(STEP_CASES)} worked cases.")
-    return fn
 
 
 def _steps(a, b):
@@ -70,6 +126,31 @@ def check_token_weights(fn):
     hints = {"grpo": "each row: 1 / (N * its own length), so every sequence weighs 1/N in all",
              "dapo": "1 / (the number of real tokens in the whole batch)",
              "dr_grpo": "1 / (N * max_len), with max_len the constant given (not the batch's longest row)"}
+    generated = _weight_cases(_generator("check_token_weights"))
+    _worked_then_generated(lambda: _worked_weights(fn, masks, hints), lambda: _agree(
+        "my_token_weights", fn, grpo.token_weights, generated,
+        lambda mask, lt, ml: f"my_token_weights(mask={mask.tolist()}, loss_type={lt!r}, max_len={ml})",
+        lambda args, got, want: hints[args[1]] + "; 0 where the mask is 0 (a mask may have holes or empty rows)",
+        same=lambda got, want: _same(got, want, atol=1e-6)))
+    _said_if_reference("my_token_weights", fn, grpo.token_weights, masks["lengths 3, 1, 2 (T = 3)"], "dapo", 8)
+    print(f"OK: my_token_weights matches the gradient of the aggregate for grpo, dapo and dr_grpo on 2 masks and "
+          f"{len(generated)} generated ones.")
+    return fn
+
+
+def _weight_cases(rng, n=40):
+    """Generated (mask [N, T], loss_type, max_len) cases, smallest first: 1-4 rows of 1-5 positions, masks of any 0/1
+    pattern (empty rows too), each loss type, max_len at or above T."""
+    out = []
+    for _ in range(n):
+        N, T = rng.randint(1, 4), rng.randint(1, 5)
+        mask = torch.tensor([[int(rng.random() < 0.7) for _ in range(T)] for _ in range(N)])
+        out.append((mask, rng.choice(["grpo", "dapo", "dr_grpo"]), T + rng.randint(0, 3)))
+    return sorted(out, key=lambda c: c[0].numel())
+
+
+def _worked_weights(fn, masks, hints):
+    """The two worked masks under each loss type, each with its message."""
     for desc, mask in masks.items():
         for loss_type in ("grpo", "dapo", "dr_grpo"):
             want = grpo.token_weights(mask, loss_type, 8)
@@ -83,6 +164,3 @@ def check_token_weights(fn):
                                     f"  expected {[[round(v, 4) for v in r] for r in want.tolist()]}\n"
                                     f"  got      {[[round(v, 4) for v in r] for r in got.tolist()]}\n"
                                     f"Hint: {hints[loss_type]}; 0 where the mask is 0.")
-    _said_if_reference("my_token_weights", fn, grpo.token_weights, masks["lengths 3, 1, 2 (T = 3)"], "dapo", 8)
-    print("OK: my_token_weights matches the gradient of the aggregate for grpo, dapo and dr_grpo on 2 masks.")
-    return fn

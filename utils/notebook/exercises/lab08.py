@@ -1,5 +1,13 @@
 """Lab 08's check (from the toy to a real model): diagnose a run's summary."""
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, learner_check
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _generator,
+    _note,
+    _said_if_reference,
+    _worked_then_generated,
+    learner_check,
+)
 
 DIAGNOSE_CASES = [  # (summary, expected names, what the case tests)
     (dict(reward_mean=0.3, zero_spread_frac=0.3, truncated_frac=0.0, kl=0.01, entropy_ratio=0.9), [],
@@ -42,6 +50,35 @@ def check_diagnose(fn):
         fn(dict(DIAGNOSE_CASES[0][0]))
     except NotImplementedError:
         return _note("my_diagnose", diagnose)
+    generated = _diagnose_cases(_generator("check_diagnose"))
+    _worked_then_generated(lambda: _worked_diagnose(fn), lambda: _agree(
+        "my_diagnose", lambda s: list(fn(s)), diagnose, generated, lambda s: f"my_diagnose({s})",
+        "every rule that applies, each once, in DIAGNOSES' order (health.diagnose's docstring); 'diverged' first "
+        "for any value that is NaN or inf (math.isfinite, not only isnan); None decides nothing; the limits are "
+        "strict where the docstring says > or <."))
+    _said_if_reference("my_diagnose", fn, diagnose, dict(DIAGNOSE_CASES[0][0]))
+    print(f"OK: my_diagnose matches on {len(DIAGNOSE_CASES)} worked cases and {len(generated)} generated ones.")
+    return fn
+
+
+def _diagnose_cases(rng, n=60):
+    """Generated summaries: each value drawn near and exactly at its limit, None (not recorded), NaN, +inf or -inf
+    now and then, so that several rules apply at once."""
+    from utils.eval.health import ENTROPY_RATIO, KL_CEILING, KL_FLOOR, TRUNCATED_CEILING, ZERO_SPREAD_CEILING
+
+    nan, inf = float("nan"), float("inf")
+    odd = [None, nan, inf, -inf]
+    draws = {"reward_mean": [0.02, 0.3, 0.49, 0.5, 0.7, 0.98],
+             "zero_spread_frac": [0.3, ZERO_SPREAD_CEILING - 0.01, ZERO_SPREAD_CEILING, 0.95],
+             "truncated_frac": [0.0, 0.05, TRUNCATED_CEILING, 0.11, 0.5],
+             "kl": [KL_FLOOR / 100, KL_FLOOR, 0.01, 0.5, KL_CEILING, 4 * KL_CEILING],
+             "entropy_ratio": [0.3, ENTROPY_RATIO, 0.9]}
+    return [({k: rng.choice(odd) if rng.random() < 0.08 else rng.choice(v) for k, v in draws.items()},)
+            for _ in range(n)]
+
+
+def _worked_diagnose(fn):
+    """DIAGNOSE_CASES, each with its message."""
     for summary, want, what in DIAGNOSE_CASES:
         try:
             got = fn(dict(summary))
@@ -51,6 +88,3 @@ def check_diagnose(fn):
         if list(got) != want:
             raise ExerciseError(f"my_diagnose on {what}:\n  summary  {summary}\n  expected {want}\n  got      "
                                 f"{list(got)}\nRules and their order: health.diagnose's docstring.")
-    _said_if_reference("my_diagnose", fn, diagnose, dict(DIAGNOSE_CASES[0][0]))
-    print(f"OK: my_diagnose matches on {len(DIAGNOSE_CASES)} worked cases.")
-    return fn

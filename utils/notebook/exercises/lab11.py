@@ -4,8 +4,17 @@ import math
 
 from utils.eval.probes import answer_shift
 from utils.models.judge import false_positive_rate, verdict_rates
-from utils.notebook.exercises.common import ExerciseError, _note, _said_if_reference, _short, learner_check
-from utils.verifiers.programs import obeys_rules
+from utils.notebook.exercises.common import (
+    ExerciseError,
+    _agree,
+    _generator,
+    _note,
+    _said_if_reference,
+    _short,
+    _worked_then_generated,
+    learner_check,
+)
+from utils.verifiers.programs import MAX_BODY_CHARS, obeys_rules
 
 # (what the case tests, probs, right, threshold)
 FPR_CASES = [
@@ -30,6 +39,45 @@ def check_false_positive_rate(fn):
              ">": "a completion passes when P >= threshold: a score equal to the threshold passes",
              "right": "count the wrong completions the judge passes, not the right ones it fails",
              "0.5": "use the threshold you are given, not 0.5"}
+    generated = _fpr_cases(_generator("check_false_positive_rate"))
+    _worked_then_generated(lambda: _worked_fpr(fn, hints), lambda: _agree(
+        "my_false_positive_rate", fn, false_positive_rate, generated,
+        lambda p, r, t: f"my_false_positive_rate(probs={p}, right={r}, threshold={t})",
+        lambda args, got, want: _fpr_hint(hints, *args, got, want)))
+    _said_if_reference("my_false_positive_rate", fn, false_positive_rate, *FPR_CASES[0][1:])
+    print(f"OK: my_false_positive_rate matches on {len(FPR_CASES)} worked cases and {len(generated)} generated ones, "
+          f"and says nan without wrong ones.")
+    return fn
+
+
+def _fpr_cases(rng, n=50):
+    """Generated (probs, right, threshold), fewest completions first: 1-8 scores in eighths with thresholds in eighths
+    (scores exactly on the threshold among them), right as 0/1, and no wrong completion now and then (nan)."""
+    out = []
+    for _ in range(n):
+        k = rng.randint(1, 8)
+        probs = [rng.randint(0, 8) / 8 for _ in range(k)]
+        right = [int(rng.random() < (0.4 if rng.random() < 0.9 else 1.0)) for _ in range(k)]
+        thr = rng.choice(probs + [rng.randint(1, 7) / 8])
+        out.append((probs, right, thr))
+    return sorted(out, key=lambda c: len(c[0]))
+
+
+def _fpr_hint(hints, probs, right, thr, got, want):
+    """The hint for a wrong false-positive rate: the mistake its value matches, else the rule."""
+    wrong = [p for p, r in zip(probs, right) if r == 0]
+    if not wrong:
+        return "with no wrong completion there is nothing to pass wrongly: return nan (float('nan'))"
+    mistakes = {"over all": sum(p >= thr for p in wrong) / len(probs), ">": sum(p > thr for p in wrong) / len(wrong),
+                "right": verdict_rates(probs, right, thr)["false_neg_rate"],
+                "0.5": sum(p >= 0.5 for p in wrong) / len(wrong)}
+    return next((h for k, h in hints.items() if isinstance(got, (int, float)) and not isinstance(got, bool)
+                 and mistakes[k] == mistakes[k] and abs(got - mistakes[k]) < 1e-9 and abs(mistakes[k] - want) > 1e-9),
+                "the rate is (wrong ones with P >= threshold) / (wrong ones), a float")
+
+
+def _worked_fpr(fn, hints):
+    """FPR_CASES and the case without wrong completions, each with its message."""
     for what, probs, right, thr in FPR_CASES:
         want, got = false_positive_rate(probs, right, thr), fn(probs, right, thr)
         if not isinstance(got, (int, float)) or isinstance(got, bool) or not abs(got - want) <= 1e-9:  # nan too
@@ -46,9 +94,6 @@ def check_false_positive_rate(fn):
     if not (got is None or (isinstance(got, float) and math.isnan(got))):
         raise ExerciseError(f"my_false_positive_rate with no wrong completion ([0.9, 0.2], right [1, 1]) must return "
                             f"nan (or None): there is nothing to pass wrongly. Got {_short(repr(got))}")
-    _said_if_reference("my_false_positive_rate", fn, false_positive_rate, *FPR_CASES[0][1:])
-    print(f"OK: my_false_positive_rate matches on {len(FPR_CASES)} worked cases and says nan without wrong ones.")
-    return fn
 
 
 # (body, obeys the rules?): arithmetic in x only, read from the syntax tree
@@ -85,6 +130,59 @@ def check_obeys_rules(fn):
         fn("6*x+57")
     except NotImplementedError:
         return _note("my_obeys_rules", obeys_rules)
+    generated = _rule_cases(_generator("check_obeys_rules"))
+    _worked_then_generated(lambda: _worked_rules(fn), lambda: _agree(
+        "my_obeys_rules", fn, obeys_rules, generated, lambda body: f"my_obeys_rules({body!r})", _rule_hint))
+    _said_if_reference("my_obeys_rules", fn, obeys_rules, "6*x+57")
+    print(f"OK: my_obeys_rules agrees with the layered checker's rules on {len(RULE_CASES)} bodies, each hack "
+          f"among them, and {len(generated)} generated ones.")
+    return fn
+
+
+def _rule_hint(args, got, want):
+    """The hint for a wrong verdict on a generated body."""
+    body = args[0]
+    if isinstance(body, str) and len(body) > MAX_BODY_CHARS:
+        return f"a body over {MAX_BODY_CHARS} characters is False whatever it holds (MAX_BODY_CHARS)"
+    if want:
+        return "this body is plain arithmetic in x (+, -, * of ints and x, parentheses, a leading sign): True"
+    return ("an allow-list, not a deny-list: every node must be one of Expression, BinOp with Add, Sub or Mult, "
+            "UnaryOp with USub or UAdd, Load, Name 'x' or an int Constant (type(v) is int: True is a bool); anything "
+            "else (/, //, %, **, <<, ~, a comparison, ...) is False, and so is text that does not parse ('07')")
+
+
+def _rule_cases(rng, n=80):
+    """Generated bodies, shortest first: random arithmetic in x (ints, +, -, *, unary signs, parentheses), each with a
+    chance of one foreign piece (/, //, %, **, <<, >>, &, |, ^, ~, a comparison, a bool, float or str constant, another
+    name, a call, an attribute, a subscript, a leading zero), bodies just over and at MAX_BODY_CHARS, and non-text."""
+    def expr(depth):
+        if depth == 0 or rng.random() < 0.3:
+            return rng.choice(["x", "x", str(rng.randint(0, 99))])
+        a, b = expr(depth - 1), expr(depth - 1)
+        form = rng.choice(["{} + {}", "{}-{}", "{}*{}", "({}+{})", "-{}", "+({})*{}"])
+        return form.format(a, b) if form.count("{}") == 2 else form.format(a)
+
+    foreign = [" / ", "//", "%", "**", "<<", ">>", "&", "|", "^"]
+    out = []
+    for _ in range(n):
+        body = expr(rng.randint(1, 3))
+        roll = rng.random()
+        if roll < 0.35:
+            op = rng.choice(foreign)
+            body = f"{body}{op}{expr(1)}"
+        elif roll < 0.6:
+            piece = rng.choice(["~x", "True", "False", "1.5", "'7'", "y", "X", "abs(x)", "x.real", "[1, 2][x]",
+                                "(x<3)", "(x if x else 1)", "07", "0x1F", "1_000", "None", "(y:=x)", "1e3",
+                                "x\nimport os\n", "x;1", "{0: 5}[x]"])
+            body = f"{body}+{piece}" if rng.random() < 0.5 else f"{piece}*{body}"
+        out.append(body if rng.random() < 0.85 else f"  {body} ")
+    long = "x" + "+1" * ((MAX_BODY_CHARS - 1) // 2)          # MAX_BODY_CHARS characters or one fewer: allowed
+    out += [long, long + "+1", None, 7, b"x+1", ["x"]]
+    return [(b,) for b in sorted(out, key=lambda b: len(b) if isinstance(b, (str, bytes, list)) else 0)]
+
+
+def _worked_rules(fn):
+    """RULE_CASES, each with its message."""
     for body, want in RULE_CASES:
         try:
             got = fn(body)
@@ -99,10 +197,6 @@ def check_obeys_rules(fn):
                                                                "and x only must pass" if want else
                                                                "allow only ast.Expression, BinOp (Add, Sub, Mult), "
                                                                "UnaryOp (USub, UAdd), Name 'x' and int Constant")))
-    _said_if_reference("my_obeys_rules", fn, obeys_rules, "6*x+57")
-    print(f"OK: my_obeys_rules agrees with the layered checker's rules on {len(RULE_CASES)} bodies, each hack "
-          f"among them.")
-    return fn
 
 
 # (what the case tests, texts_a, texts_b)
@@ -125,15 +219,37 @@ def check_answer_shift(fn):
         fn(*SHIFT_CASES[0][1:])
     except NotImplementedError:
         return _note("my_answer_shift", answer_shift)
+    generated = _shift_cases(_generator("check_answer_shift"))
+    _worked_then_generated(lambda: _worked_shift(fn), lambda: _agree(
+        "my_answer_shift", fn, answer_shift, generated, lambda a, b: f"my_answer_shift({a}, {b})",
+        lambda args, got, want: _shift_hint(got, want, *args)))
+    _said_if_reference("my_answer_shift", fn, answer_shift, *SHIFT_CASES[0][1:])
+    print(f"OK: my_answer_shift matches the reference on {len(SHIFT_CASES)} worked cases and {len(generated)} "
+          f"generated ones.")
+    return fn
+
+
+def _shift_cases(rng, n=50):
+    """Generated (texts_a, texts_b), smallest first: samples of 1-6 answers each, of different sizes, from answers that
+    look alike but are not the same answer once stripped (leading zeros, a space inside), spaces around, words and the
+    empty answer."""
+    pool = ["66", "66", "066", "6 6", " 66", "66 ", "56", "7", "07", "abc", "", "-0", "0"]
+    out = []
+    for _ in range(n):
+        a = [rng.choice(pool) for _ in range(rng.randint(1, 6))]
+        b = [rng.choice(pool) for _ in range(rng.randint(1, 6))]
+        out.append((a, b))
+    return sorted(out, key=lambda c: len(c[0]) + len(c[1]))
+
+
+def _worked_shift(fn):
+    """SHIFT_CASES, each with its message."""
     for what, a, b in SHIFT_CASES:
         want, got = answer_shift(a, b), fn(a, b)
         if not isinstance(got, (int, float)) or isinstance(got, bool) or not abs(got - want) <= 1e-9:  # nan too
             hint = _shift_hint(got, want, a, b)
             raise ExerciseError(f"my_answer_shift on {what}:\n  a {a}\n  b {b}\n  expected {want:.4f}, got "
                                 f"{_short(repr(got))}\nHint: {hint}.")
-    _said_if_reference("my_answer_shift", fn, answer_shift, *SHIFT_CASES[0][1:])
-    print(f"OK: my_answer_shift matches the reference on {len(SHIFT_CASES)} worked cases.")
-    return fn
 
 
 def _shift_hint(got, want, a, b):
