@@ -331,6 +331,28 @@ def test_the_cpu_kernels_are_part_of_the_key(on, monkeypatch):
     assert cache.key("run", 1) == plain
 
 
+def test_lab03s_fallback_keys_as_its_solution(on):
+    """Lab 03 trains with my_random_reward: the lab's unwritten stub falls back to the exercise's answer
+    (exercises.lab03.answer_random_reward), which keys as the solution notebook's own function, so the browser
+    pass loads the two random-reward runs its nbval pass trained instead of training them again (86 s at 9888272).
+    The library's random_reward (the same coin inside the verifier contract) keys otherwise."""
+    import json
+    import re
+
+    from utils.notebook.exercises.lab03 import answer_random_reward
+    from utils.verifiers.spurious import random_reward
+
+    nb = json.load(open(os.path.join(ROOT, "solutions", "03_random_reward_control.ipynb")))
+    cell = next("".join(c["source"]) for c in nb["cells"] if "def my_random_reward" in "".join(c["source"]))
+    space = {"__name__": "__main__", "np": np}   # the notebook's globals, as its kernel has them
+    exec(re.sub(r"\s*# (BEGIN|END) SOLUTION", "", cell), space)
+    solution = space["my_random_reward"]
+    assert solution.__module__ == "__main__"
+    assert cache.key("run", solution(0.3, 1001)) == cache.key("run", answer_random_reward(0.3, 1001))
+    assert cache.key("run", solution(0.3, 1001)) != cache.key("run", solution(0.3, 1002))     # another stream
+    assert cache.key("run", solution(0.3, 1001)) != cache.key("run", random_reward(0.3, 1001))
+
+
 def test_a_second_process_waits_for_the_run_being_computed(on):
     """computing(k) holds k's lock: whoever asks for the same run meanwhile waits, then finds it stored."""
     import threading

@@ -1,4 +1,6 @@
 """Lab 03's checks (the random-reward control): a random reward, the control check."""
+import numpy as np
+
 from utils.notebook.exercises.common import (
     ExerciseError,
     _agree,
@@ -9,20 +11,29 @@ from utils.notebook.exercises.common import (
 )
 
 
+def answer_random_reward(p, seed=0):
+    """The exercise's answer, as the solution notebook writes it: what an unwritten my_random_reward falls back to,
+    so that the lab trains the runs its solution trains (and the test suite's run cache, which keys a function by
+    its code, computes them once for both). The library's spurious.random_reward is the same coin with the
+    verifier contract around it (a bare string or chat messages as one completion, anything else as none)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    rng = np.random.default_rng(seed)
+    def reward(completions, answer=None, **kwargs):
+        return (rng.random(len(completions)) < p).astype(float).tolist()
+    return reward
+
+
 @learner_check("(p, seed)", "a reward function (completions, answer) -> one 0.0 or 1.0 per completion")
 def check_random_reward(fn):
     """Check fn(p, seed) -> reward function paying 1.0 with probability p whatever the completion:
     the rate on 20,000 calls is within 0.015 of p, right and wrong outputs are paid alike, the same seed
     gives the same stream and another seed another one, successive calls draw fresh coins, and p outside
     [0, 1] raises ValueError. Returns the factory to use."""
-    import numpy as np
-
-    from utils.verifiers.spurious import random_reward
-
     try:
         fn(0.5, 0)
     except NotImplementedError:
-        return _note("my_random_reward", random_reward)
+        return _note("my_random_reward", answer_random_reward)
     n = 20000
     for p in (0.0, 0.3, 1.0):
         got = np.asarray(fn(p, 1)(["66"] * n, [66] * n), dtype=float)
