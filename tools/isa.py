@@ -28,9 +28,10 @@ LEVELS = ("SSE4_2", "AVX2", "AVX512")  # x86, low to high
 # lean decoder's logits: the bit-exact test of issue 56 failed under it here); ATen's loops take their own knob.
 SETTINGS = {"AVX2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"},
             "SSE4_2": {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "MKL_CBWR": "SSE4_2", "ATEN_CPU_CAPABILITY": "default"}}
-# Why one level down and not the plainest code at once (MKL_CBWR=COMPATIBLE, ATen's unvectorised loops): 20 GRPO
-# steps of Lab 01's recipe at 1 thread took 7.6-8.9 s on the AMD EPYC's own kernels, 10.9-11.8 s one level down and
-# 18.6-23.1 s at the plainest (2026-11-28, a busy machine): the leg would cost CI minutes it cannot spare.
+# Why one level down and not the plainest code at once (MKL_CBWR=COMPATIBLE, ATen's unvectorised loops): a process
+# that trains 20 GRPO steps of Lab 01's recipe at 1 thread took 1.03x the time of the AMD EPYC's own kernels one level
+# down and 1.43x at the plainest (farm-bench, A/B wall medians of 5 and 3 pairs, a quiet machine, 2026-11-28): the
+# plainest would cost CI minutes it cannot spare.
 
 
 def flags():
