@@ -165,3 +165,15 @@ def test_check_command_exit_code(capsys):
     assert G.main(["check", os.path.join(ROOT, "solutions", "05_pass_at_k.ipynb"), "pass_at_k"] + args) == 0
     assert G.main(["check", os.path.join(ROOT, "labs", "05_pass_at_k.ipynb"), "pass_at_k"] + args) == 1
     assert "not written yet" in capsys.readouterr().out
+
+
+def test_grading_in_process_leaves_the_environment_as_it_was(graded, tmp_path):
+    """run_ok_tests executes an exported script, which turns graded mode on in os.environ; afterwards the process's
+    environment is as before, so a later notebook kernel of the same test session is not graded (CI at 47b1db3:
+    every lab's stubs failed in the browser pass after this file's tests ran on the same worker)."""
+    folder, _, _ = graded
+    before = dict(os.environ)
+    for _, _, path in G.otter_export(str(folder), str(tmp_path)):
+        if "eve" not in path:
+            G.run_ok_tests(path)
+    assert dict(os.environ) == before

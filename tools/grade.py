@@ -469,7 +469,18 @@ def otter_export(folder, out):
 def run_ok_tests(script):
     """Grade one exported submission (out/labNN/submissions/<student>.py) as otter's OK-format runner does: each test
     of its lab's tests/ folder a doctest on the script's globals. {test name: passed}. For tests of the export where
-    otter itself is not installed."""
+    otter itself is not installed. The script sets the graded switches in os.environ, as it does in otter's own
+    process; here they are put back afterwards, so that they never reach this process's later work (a test
+    session's next notebook kernel: CI's browser pass saw every stub fail in graded mode)."""
+    saved = dict(os.environ)
+    try:
+        return _ok_verdicts(script)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _ok_verdicts(script):
     import contextlib
     import doctest
     import io
