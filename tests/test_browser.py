@@ -301,13 +301,14 @@ def _type_a_problem(page):
 
 
 def _answer_the_self_check(page, name):
-    """The lab's self-check responds: pick the first question's right option, press Check, read "Right."."""
-    from utils.notebook.selfcheck import QUESTIONS
+    """The lab's self-check responds: pick the first question's right option (in the seeded order the widget shows),
+    press Check, read "Right."."""
+    from utils.notebook.selfcheck import right_choice
 
     quiz = page.locator(".rlvr-selfcheck").last
     quiz.scroll_into_view_if_needed()
     first = quiz.locator(".widget-vbox").first
-    first.locator("input[type='radio']").nth(QUESTIONS[name[:2]][0][2]).check()
+    first.locator("input[type='radio']").nth(right_choice(name[:2], 0)).check()
     first.get_by_role("button", name="Check").click()
     page.wait_for_function("""() => [...document.querySelectorAll('.rlvr-selfcheck-feedback')]
                               .some(e => e.innerText.startsWith('Right.'))""", timeout=30_000)

@@ -156,14 +156,16 @@ def test_setup_cell_installs_only_what_is_missing(runtime, course_repo, constrai
 
 
 def test_widget_unit_tests_on_colab_ipywidgets(runtime):
-    """tests/test_widgets.py in the Colab runtime (ipywidgets 7, IPython 7); the main suite runs it on 8."""
+    """tests/test_widgets.py and tests/test_selfcheck.py (the self-check's widget) in the Colab runtime (ipywidgets
+    7, IPython 7); the main suite runs them on 8."""
     out = subprocess.run([runtime, "-c", "import ipywidgets; print(ipywidgets.__version__)"], capture_output=True,
                          text=True, check=True).stdout.strip()
     assert out.split(".")[0] == colab_runtime.COLAB["ipywidgets"].split(".")[0], out
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "VIRTUAL_ENV", "IPYTHONDIR")}
     env.update(MPLBACKEND="Agg", RLVR_LABS_CACHE="off")
     r = subprocess.run([runtime, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-o", "addopts=", "tests/test_widgets.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+                        "-o", "addopts=", "tests/test_widgets.py", "tests/test_selfcheck.py"], cwd=ROOT, env=env,
+                       capture_output=True, text=True)
     assert r.returncode == 0, f"widget tests failed on ipywidgets {out}:\n{(r.stdout + r.stderr)[-3000:]}"
 
 

@@ -57,8 +57,13 @@ def _tail(path, n=40):
     return "\n".join(lines[-n:])
 
 
+# where each check's install leaves its venv (the newcomer check's is the README's own, inside its fresh clone)
+VENVS = {"newcomer": BUILD / "newcomer" / "rlvr-labs" / ".venv"}
+
+
 def environment(script):
-    """Wait for (or make) build/<script>-venv; fail with the install's log if it did not install."""
+    """Wait for (or make) the check's venv (build/<script>-venv, VENVS); fail with the install's log if it did not
+    install."""
     BUILD.mkdir(exist_ok=True)
     rc_file, log = BUILD / f"{script}-install.rc", BUILD / f"{script}-install.log"
     with open(BUILD / f"{script}-install.lock", "w") as lock:
@@ -69,7 +74,7 @@ def environment(script):
                 if time.time() - t > WAIT_S:
                     pytest.fail(f"the {script} environment did not finish installing in {WAIT_S} s ({log})")
                 time.sleep(2)
-        elif not rc_file.exists() or not (BUILD / f"{script}-venv").exists():
+        elif not rc_file.exists() or not VENVS.get(script, BUILD / f"{script}-venv").exists():
             with open(log, "w") as out:
                 subprocess.run(["bash", f".ci/{script}", "install"], cwd=ROOT, env=_env(), stdout=out,
                                stderr=subprocess.STDOUT)

@@ -146,3 +146,131 @@ def test_every_checked_cell_has_its_output():
              for c in nbformat.read(p, as_version=4).cells
              if c.cell_type == "code" and c.source.startswith("# NBVAL_CHECK_OUTPUT") and not c.outputs]
     assert not empty, f"checked cells stored without their output: {empty}"
+
+
+# --- the solutions' stored outputs (--execute) -------------------------------------------------------------------
+
+def test_a_lab_keeps_no_record_of_its_solutions_run(ml):
+    nb = solution_notebook()
+    nb.metadata["rlvr_labs"] = {"executed_from": {"code": "x", "data": {}}}
+    assert "rlvr_labs" not in ml.make_lab(nb).metadata and "rlvr_labs" in nb.metadata
+
+
+def test_a_widget_is_stored_as_text(ml):
+    """A progress bar's view becomes its last line (from the run's widget state), any other widget a note to run the
+    cell; nothing else changes."""
+    state = {"box": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_r"]}},
+             "l": {"model_name": "HTMLModel", "state": {"value": "GRPO\u2007run:\u2007100%"}},
+             "p": {"model_name": "FloatProgressModel", "state": {"value": 300, "max": 300}},
+             "r": {"model_name": "HTMLModel", "state": {"value": "\u2007300/300\u2007[00:41&lt;00:00]"}},
+             "quiz": {"model_name": "VBoxModel", "state": {"children": []}}}
+    view = "application/vnd.jupyter.widget-view+json"
+    outs = [nbformat.v4.new_output("display_data", data={view: {"model_id": "box"}, "text/plain": "HBox()"}),
+            nbformat.v4.new_output("display_data", data={view: {"model_id": "quiz"}, "text/plain": "VBox()"}),
+            nbformat.v4.new_output("stream", name="stdout", text="hello\n")]
+    got = ml.stored_outputs(outs, state)
+    assert got[0]["data"] == {"text/plain": "GRPO run: 100%|██████████| 300/300 [00:41<00:00]"}
+    assert got[1]["data"] == {"text/plain": ml.WIDGET_NOTE}
+    assert got[2] == outs[2]
+
+
+def test_a_figure_is_stored_smaller_and_looks_the_same(ml):
+    """small_png: a plot's PNG in a 256-colour palette, a fraction of the size, its pixels within a grey level or two
+    of the original on average (the same picture at the notebook's size)."""
+    import io
+
+    import matplotlib
+    import numpy as np
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    matplotlib.use("Agg")
+    fig = Figure(figsize=(6, 3), dpi=100)
+    ax = fig.subplots()
+    for k in range(5):
+        ax.plot(np.sin(np.linspace(0, 6, 200) + k), label=f"run {k}")
+    ax.set_title("a plot")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = buf.getvalue()
+    small = ml.small_png(png)
+    assert len(small) < 0.7 * len(png)
+    a = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+    b = np.asarray(Image.open(io.BytesIO(small)).convert("RGB"), dtype=float)
+    assert a.shape == b.shape and np.abs(a - b).mean() < 2.0
+    assert ml.small_png(small) == small or len(ml.small_png(small)) < len(small)
+
+
+def test_what_a_run_read(ml, tmp_path):
+    """Every file of a data/ folder the kernel opened a file of (a model is read partly outside Python), each
+    benchmarks/results/ file it opened, nothing else."""
+    (tmp_path / "data" / "model").mkdir(parents=True)
+    (tmp_path / "data" / "model" / "config.json").write_text("{}")
+    (tmp_path / "data" / "model" / "weights.bin").write_bytes(b"\0\1")
+    (tmp_path / "data" / "other").mkdir()
+    (tmp_path / "data" / "other" / "x.txt").write_text("x")
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    for name in ("lab01.json", "lab02.json"):
+        (tmp_path / "benchmarks" / "results" / name).write_text(name)
+    opened = [tmp_path / "data" / "model" / "config.json", tmp_path / "benchmarks" / "results" / "lab02.json",
+              tmp_path / "utils.py", "/etc/hostname"]
+    got = ml.data_read([str(p) for p in opened], root=tmp_path)
+    assert sorted(got) == ["benchmarks/results/lab02.json", "data/model/config.json", "data/model/weights.bin"]
+    assert got["data/model/weights.bin"] == ml.file_hash(tmp_path / "data" / "model" / "weights.bin")
+
+
+def test_stale_says_why(ml, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.txt").write_text("1")
+    nb = solution_notebook()
+    assert ml.stale(nb, root=tmp_path) == ["never executed: no outputs (figures, tables) were stored"]
+    nb.metadata["rlvr_labs"] = {"executed_from": {"code": ml.code_hash(nb),
+                                                  "data": {"data/d.txt": ml.file_hash(tmp_path / "data" / "d.txt")}}}
+    assert ml.stale(nb, root=tmp_path) == []
+    nb.cells[1].metadata["rlvr_labs"] = {"figure": "docs/f.png"}     # a cell that should write a figure
+    assert ml.stale(nb, root=tmp_path) == ["cell 1 should write docs/f.png, and has no figure stored"]
+    del nb.cells[1].metadata["rlvr_labs"]
+    nb.cells[0].source += "\nprose changes nothing"
+    assert ml.stale(nb, root=tmp_path) == []
+    nb.cells[2].source += "  # a code change"
+    (tmp_path / "data" / "d.txt").write_text("2")
+    assert ml.stale(nb, root=tmp_path) == ["its code cells changed since its outputs were made",
+                                           "it read data/d.txt, which changed"]
+    assert ml.refresh_command(["solutions/08_x.ipynb", "solutions/01_y.ipynb"]) == \
+        "python tools/make_labs.py --execute 01 08"
+
+
+def test_execute_stores_every_output_and_what_it_was_made_from(ml, tmp_path, monkeypatch):
+    """A small solution run for real in a kernel: every output kept (a printout, a figure as PNG, a progress bar as
+    its last line), no widget state, the code's and the data's hashes recorded, the figure its cell names written,
+    and the lab made from it without outputs."""
+    monkeypatch.setattr(ml, "ROOT", str(tmp_path))
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "data" / "numbers").mkdir(parents=True)
+    (tmp_path / "data" / "numbers" / "n.txt").write_text("3\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Lab"),
+        nbformat.v4.new_code_cell("n = int(open('../data/numbers/n.txt').read())\nprint('n is', n)"),
+        nbformat.v4.new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(n), desc='a run'):\n    pass"),
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, n]);"),
+    ]
+    nb.cells[3].metadata["rlvr_labs"] = {"figure": "docs/figures/f.png"}
+    sol = tmp_path / "solutions" / "01_x.ipynb"
+    nbformat.write(nb, str(sol))
+    assert ml.main(["--execute"]) == 0
+    got = nbformat.read(str(sol), as_version=4)
+    assert "widgets" not in got.metadata
+    made = got.metadata["rlvr_labs"]["executed_from"]
+    assert made["code"] == ml.code_hash(got) and list(made["data"]) == ["data/numbers/n.txt"]
+    assert got.cells[1].outputs[0]["text"] == "n is 3\n" and got.cells[1].execution_count == 1
+    bar = [o["data"]["text/plain"] for o in got.cells[2].outputs if "data" in o]
+    assert bar and bar[0].startswith("a run: 100%|██████████| 3/3"), got.cells[2].outputs
+    png = ml.first_png(got.cells[3])
+    assert png and (tmp_path / "docs" / "figures" / "f.png").read_bytes() == png
+    assert ml.stale(got, root=tmp_path) == []
+    lab = nbformat.read(str(tmp_path / "labs" / "01_x.ipynb"), as_version=4)
+    assert all(not c.get("outputs") for c in lab.cells) and "rlvr_labs" not in lab.metadata
+    (tmp_path / "data" / "numbers" / "n.txt").write_text("4\n")
+    assert ml.stale(got, root=tmp_path) == ["it read data/numbers/n.txt, which changed"]

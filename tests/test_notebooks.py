@@ -98,6 +98,8 @@ def test_title_badge_goals_time_summary_and_self_check(path):
     assert cells[0].cell_type == "markdown" and head.startswith("# Lab ")
     assert f"colab.research.google.com/github/rlvr-labs/rlvr-labs/blob/main/labs/{name}" in head
     assert "**Why it matters.**" in head and "**You will be able to**" in head and "**Time:**" in head
+    # the figures without running: the solution stores every output (tools/make_labs.py --execute)
+    assert f"](https://github.com/rlvr-labs/rlvr-labs/blob/main/solutions/{name})" in head
     lab = name[:2]   # the end: the summary, then the self-check (utils/notebook/selfcheck.py)
     assert cells[-3].cell_type == "markdown" and cells[-3].source.startswith("## Summary")
     assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## Check yourself")
@@ -137,3 +139,49 @@ def test_stored_file_checks_are_out_of_the_learners_way(path):
         assert hidden == titled, f"cell {i}: a stored-file check is titled {STORED!r} and hidden, and only it"
         if "from the stored benchmark (cannot fail in this run" in c.source:
             assert titled, f"cell {i} asserts on the stored benchmark in view: move those lines to a titled cell"
+
+
+NOTICE_WORDS = 120   # issue 58: a "What to notice" is the finding first, then its evidence (a paragraph, a short list)
+BOOKKEEPING = re.compile(r"\*\*What to notice\.\*\*\s*(all (three|3) seeds|each (statement|point)|every point"
+                         r"|on (every|all|each) (of the )?(three |3 )?seeds?|(the )?benchmark|seeds? \d)", re.I)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=os.path.basename)
+def test_what_to_notice_is_short_and_leads_with_the_finding(path):
+    """Every "What to notice" is at most NOTICE_WORDS words (whitespace-separated) and opens with what was found,
+    not with which seeds agree: the seeds, the benchmark's numbers per seed and the caveats come after the finding,
+    or in docs/RESULTS.md's section for the lab."""
+    for i, c in enumerate(read(path).cells):
+        if c.cell_type == "markdown" and c.source.startswith("**What to notice.**"):
+            n = len(c.source.split())
+            assert n <= NOTICE_WORDS, f"cell {i}: 'What to notice' has {n} words, at most {NOTICE_WORDS}: the " \
+                                      f"finding first, the evidence after; move seed bookkeeping to docs/RESULTS.md"
+            assert not BOOKKEEPING.match(c.source), f"cell {i}: 'What to notice' opens with seed bookkeeping, not " \
+                                                    f"the finding: {c.source[:100]!r}"
+
+
+TRAINERS = ("train_grpo", "train_with_trl", "train_on_traces", "run_condition", "run_break", "self_train",
+            "train_judge")
+
+
+def _calls(src, names):
+    """The text of every call to one of `names` in a code cell's source (to its matching parenthesis)."""
+    for m in re.finditer(rf"\b({'|'.join(names)})\(", src):
+        j, depth = m.end(), 1
+        while depth and j < len(src):
+            depth += {"(": 1, ")": -1}.get(src[j], 0)
+            j += 1
+        yield m.group(1), src[m.start():j]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=os.path.basename)
+def test_every_training_run_names_its_progress_bar(path):
+    """A learner watching a progress bar knows which run it is: every training call in a lab passes its own label
+    (`progress="..."`), never the default ("GRPO" read on eleven bars of four labs before issue 58) or True."""
+    for i, c in enumerate(read(path).cells):
+        if c.cell_type != "code":
+            continue
+        for name, call in _calls(c.source, TRAINERS):
+            label = re.search(r"progress=([^,)\n]+)", call)
+            assert label and label.group(1).strip() not in ("True", "False"), \
+                f"cell {i}: {name}(...) without a progress label of its own: {call[:120]}"

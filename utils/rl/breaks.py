@@ -30,7 +30,8 @@ BREAKS = {
 
 
 def run_break(name, base, tok, train, cfg, progress=False):
-    """Train a copy of `base` through TRL with break `name` applied to cfg. Returns the history."""
+    """Train a copy of `base` through TRL with break `name` applied to cfg. Returns the history. progress: True
+    (the bar named by the reward), False, or the bar's label."""
     from utils.rl.grpo import GRPOConfig
     from utils.rl.trl_trainer import train_with_trl
 

@@ -86,7 +86,10 @@ def train_grpo(policy, tokenizer, prompts, answers, reward_fn, cfg, eval_prompts
             if stop:  # the bar ends complete, with the reason in its label (a narrow terminal trims the tail)
                 if not bar.disable:   # a disabled bar has no label
                     bar.set_description(f"{bar.desc.removesuffix(': ')} (stopped by its {stop})", refresh=False)
+                start = getattr(bar, "start_t", None)  # reset() restarts the clock: the rate would read 1000s it/s
                 bar.reset(total=step + 1)
+                if start is not None:
+                    bar.start_t = bar.last_print_t = start
                 bar.update(step + 1)
                 break
     return history

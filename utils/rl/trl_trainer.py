@@ -363,7 +363,8 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     (default: the strict arithmetic verifier), as in train_grpo. peft_config (a peft.LoraConfig) trains a
     LoRA adapter instead of every weight: TRL wraps the policy in place and its reference is the policy with
     the adapter switched off, so no second copy is kept (Lab 08). use_cpu=False lets TRL use a GPU; bf16=True
-    trains in bfloat16 there (settings_for says when).
+    trains in bfloat16 there (settings_for says when). progress: True, False or the progress bar's label (default
+    "TRL GRPO on <reward's name>").
 
     Returns (history, trainer): history has one dict per optimizer step (TRL's global_step: steps x
     updates_per_batch) holding TRL's logged numbers under train_grpo's names (TRL_KEYS, grad_norm included),
@@ -397,7 +398,8 @@ def train_with_trl(policy, tokenizer, train_dataset, reward_fn, cfg: GRPOConfig,
     class Recorder(TrainerCallback):
         def on_train_begin(self, args, state, control, **kw):
             t0[0] = time.time()
-            self.bar = tqdm(total=state.max_steps, desc=f"TRL GRPO on {reward.__name__}", mininterval=1.0,  # rank 0
+            label = progress if isinstance(progress, str) else f"TRL GRPO on {reward.__name__}"
+            self.bar = tqdm(total=state.max_steps, desc=label, mininterval=1.0,  # rank 0
                             disable=not progress or not state.is_world_process_zero)  # few widget messages, see loop.py
 
         def on_log(self, args, state, control, logs=None, **kw):

@@ -15,7 +15,8 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
     reward gets its own stream per seed; for a fixed verifier: lambda seed: strict_reward).
     train, heldout: (prompts, answers). Returns a list of run dicts: seed, config (a dict),
     history, after (policy_report on held-out: greedy, pass@1, pass@8, entropy), answers (the greedy
-    answers to the first N_SHOWN held-out prompts, for showing)."""
+    answers to the first N_SHOWN held-out prompts, for showing). progress: True (each bar named by the reward and
+    the seed), False, or a label (each bar named by it and the seed)."""
     where = "run_condition"
     checks.model(where, "base", base)
     checks.tokenizer(where, "tokenizer", tokenizer)
@@ -42,7 +43,8 @@ def run_condition(base, tokenizer, make_reward, cfg, seeds, train, heldout, prog
             raise ValueError(f"{where}: make_reward must take a seed and return a reward function (for a fixed "
                              f"verifier: lambda seed: strict_reward); make_reward({s}) raised {e}") from None
         checks.function(where, f"make_reward({s}) (what make_reward returned)", reward)
-        label = f"GRPO on {getattr(reward, '__name__', 'the reward')}, seed {s}" if progress is True else progress
+        label = (f"GRPO on {getattr(reward, '__name__', 'the reward')}, seed {s}" if progress is True
+                 else f"{progress}, seed {s}" if isinstance(progress, str) else progress)
         hist = train_grpo(policy, tokenizer, train[0], train[1], reward, c, heldout[0], heldout[1],
                           progress=label)
         greedy = evaluate(policy, tokenizer, heldout[0][:N_SHOWN], heldout[1][:N_SHOWN], k=1, temperature=0)
