@@ -108,9 +108,10 @@ def pytest_configure(config):
 # among the unit tests, its sandboxes met the code verifier's leak check on the other worker (CI, cf44147). So do
 # the program task's checker (test_programs.py), Lab 11's figure and widget (test_figures.py, test_widgets.py) and
 # program_report's property case (test_properties_models.py): seen here (2026-11-28) beside the leak check.
+# tools/grade.py grades behind the same wall (tests/test_grade.py), so it joins them too.
 SANDBOXING = ("tests/test_code_verifier.py", "tests/test_sql_verifier.py", "tests/test_properties.py",
               "tests/test_programs.py", "tests/test_figures.py", "tests/test_widgets.py",
-              "tests/test_properties_models.py")
+              "tests/test_properties_models.py", "tests/test_grade.py")
 SANDBOXING_LABS = ("02_", "11_")
 _LAB_TESTS = {PASSES["colab"]: "test_solution_runs_down_the_colab_branch",
               PASSES["browser"]: "test_lab_runs_in_jupyterlab"}
