@@ -221,7 +221,8 @@ def solve(kind):
         assert forks == "PermissionError", forks
     else:
         assert forks == "BlockingIOError" or forks < NPROC or cfg["uid"] == 0
-    assert net == "OSError" and write in ("PermissionError", "FileNotFoundError")
+    assert net == ("PermissionError" if cfg["filtered"] else "OSError"), net   # no socket at all, or no network
+    assert write in ("PermissionError", "FileNotFoundError")
     assert data == ["/dev", "/proc", "/tmp", "/usr"] or set(data) >= {"/dev", "/proc", "/tmp", "/usr"}
     assert set(env) <= {"HOME", "LANG", "PWD", "PYTHONDONTWRITEBYTECODE", "TMPDIR"}  # PWD: bwrap's, /tmp
 
@@ -451,7 +452,8 @@ X86_64 = dict(arch=0xC000003E, clone=56, clone3=435, refused={
     442: "mount_setattr", 29: "shmget", 30: "shmat", 31: "shmctl", 67: "shmdt", 64: "semget", 68: "msgget",
     319: "memfd_create", 447: "memfd_secret", 101: "ptrace", 310: "process_vm_readv", 311: "process_vm_writev",
     321: "bpf", 298: "perf_event_open", 323: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter",
-    427: "io_uring_register", 248: "add_key", 249: "request_key", 250: "keyctl"},
+    427: "io_uring_register", 248: "add_key", 249: "request_key", 250: "keyctl", 41: "socket", 53: "socketpair",
+    278: "vmsplice", 275: "splice", 276: "tee", 188: "setxattr", 189: "lsetxattr", 190: "fsetxattr", 463: "setxattrat"},
     needed={0: "read", 1: "write", 2: "open", 3: "close", 9: "mmap", 59: "execve", 202: "futex", 231: "exit_group",
             257: "openat"})
 # include/uapi/asm-generic/unistd.h (aarch64): no fork or vfork; 29, 30, 31, 57 are ioctl, ioprio_set,
@@ -462,7 +464,8 @@ AARCH64 = dict(arch=0xC00000B7, clone=220, clone3=435, refused={
     194: "shmget", 196: "shmat", 195: "shmctl", 197: "shmdt", 190: "semget", 186: "msgget", 279: "memfd_create",
     447: "memfd_secret", 117: "ptrace", 270: "process_vm_readv", 271: "process_vm_writev", 280: "bpf",
     241: "perf_event_open", 282: "userfaultfd", 425: "io_uring_setup", 426: "io_uring_enter",
-    427: "io_uring_register", 217: "add_key", 218: "request_key", 219: "keyctl"},
+    427: "io_uring_register", 217: "add_key", 218: "request_key", 219: "keyctl", 198: "socket", 199: "socketpair",
+    75: "vmsplice", 76: "splice", 77: "tee", 5: "setxattr", 6: "lsetxattr", 7: "fsetxattr", 463: "setxattrat"},
     needed={63: "read", 64: "write", 56: "openat", 57: "close", 29: "ioctl", 222: "mmap", 221: "execve",
             98: "futex", 94: "exit_group"})
 TABLES = {"x86_64": X86_64, "aarch64": AARCH64}
@@ -506,8 +509,9 @@ def test_the_filters_numbers_are_the_kernels():
             continue
         with open(path) as f:
             defined = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define __NR_(\w+)\s+(\d+)\b", f.read())}
-        for why, numbers in seccomp.REFUSED[which].items():
-            assert {n: defined.get(n) for n in numbers} == numbers, (which, why)
+        for why, numbers in seccomp.REFUSED[which].items():   # a call newer than these headers: past their last
+            assert {n: defined.get(n, nr) for n, nr in numbers.items()} == numbers, (which, why)
+            assert all(nr > max(defined.values()) for n, nr in numbers.items() if n not in defined), (which, why)
         assert (defined["clone"], defined["clone3"]) == seccomp.CLONE[which]
         assert ("fork" in defined) == (which == "x86_64")
         checked.append(which)
@@ -588,6 +592,134 @@ def solve(kind):
     assert r["outputs"] == [[0, 1, 2, 3], "PermissionError", 1, 1, "PermissionError"]   # errno 1: EPERM
 
 
+# Memory a candidate could hold that no rlimit counts (issue 60): kernel memory behind a socket, a pipe's spliced
+# pages, extended attributes. Each program below answers right only once it holds 600 MB there: more than a whole
+# candidate may (512 MB of address space; a cgroup, where there is one, at 512 + 80 MB).
+HIDDEN_MEMORY = {
+    "xattrs": """import os
+HELD = []
+def solve(a, b):  # extended attributes on files in its private /tmp: kernel memory, no bytes of the tmpfs
+    if not HELD:
+        value, held, i = b"x" * 65536, 0, 0
+        while held < 600 << 20:
+            name = "f%d" % (i // 16)
+            if i % 16 == 0:
+                open(name, "w").close()
+            os.setxattr(name, "user.a%d" % (i % 16), value)
+            held, i = held + len(value), i + 1
+        HELD.append(held)
+    return a + b
+""",
+    "vmsplice": """import ctypes, fcntl, mmap, os
+HELD = []
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+def solve(a, b):  # 4 KB of each 2 MB huge page spliced into a pipe, then unmapped: the pipe keeps the page
+    if not HELD:
+        libc, held, pipes = ctypes.CDLL(None, use_errno=True), 0, []
+        while held < 600 << 20 and len(pipes) < 28:
+            r, w = os.pipe()
+            pipes.append((r, w))
+            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: 256 slots
+            for _ in range(4):
+                m = mmap.mmap(-1, 130 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+                base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+                start = (base + (2 << 20) - 1) & ~((2 << 20) - 1)
+                m.madvise(mmap.MADV_HUGEPAGE, start - base, 128 << 20)
+                for off in range(start - base, start - base + (128 << 20), 4096):
+                    m[off] = 1
+                with open("/proc/self/smaps_rollup") as f:  # only huge pages hold 2 MB each
+                    huge = [int(line.split()[1]) << 10 for line in f if line.startswith("AnonHugePages")][0]
+                n = sum(libc.vmsplice(w, ctypes.byref(iovec(start + k * (2 << 20), 4096)), 1, 0) == 4096
+                        for k in range(64))
+                m.close()
+                if huge < 128 << 20:  # no huge pages here: 4 KB a page, not worth going on
+                    return None
+                held += n * (2 << 20)
+        HELD.append(pipes)
+        if held < 600 << 20:
+            return None
+    return a + b
+""",
+}
+
+
+def test_the_filter_refuses_what_memory_could_hide_in(clean):
+    """Behind the isolated wall with its filter, no audit hook: a socket of any kind, splicing into a pipe and an
+    extended attribute are refused (EPERM), and the programs that hold 600 MB so are not paid (a cgroup, where
+    there is one, or the refusal stops them). As root and as an ordinary user alike (the filter is the same)."""
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated" or not cfg["filtered"]:
+        pytest.skip(f"no filtered isolated wall here: {cfg['missing']}")
+    probe = """import ctypes, os, socket
+def solve(kind):
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        if kind == "tcp":
+            socket.socket()
+        if kind == "unix":
+            socket.socketpair()
+        if kind == "xattr":
+            open("f", "w").close()
+            os.setxattr("f", "user.a", b"x")
+        r, w = os.pipe()
+        if kind == "splice":
+            os.splice(os.open("f", os.O_RDONLY | os.O_CREAT), w, 1)
+        if kind == "vmsplice":
+            buf = ctypes.create_string_buffer(4096)
+            iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 4096)
+            return ctypes.get_errno() if libc.vmsplice(w, iov, 1, 0) < 0 else "not stopped"
+        return "not stopped"
+    except OSError as e:
+        return type(e).__name__
+"""
+    kinds = ["tcp", "unix", "xattr", "splice", "vmsplice"]
+    r = run_sandboxed(probe, [[k] for k in kinds], timeout_s=TIMEOUT, audit_hook=False)
+    assert r["status"] == "ok", r
+    assert r["outputs"] == ["PermissionError"] * 4 + [1], r["outputs"]   # errno 1: EPERM
+    for name, src in HIDDEN_MEMORY.items():
+        assert code_reward([src], [ADD_TESTS], timeout_s=5.0, audit_hook=False) == [0.0], name
+
+
+def test_the_private_tmp_is_capped_in_files(clean):
+    """The capped /tmp (isolation.SCRATCH_INODES): empty files, which cost kernel memory and no bytes, stop at the
+    cap (ENOSPC: the root folder is one of its inodes). As root and as an ordinary user."""
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated" or not cfg["capped"]:
+        pytest.skip(f"no isolated wall with a capped /tmp here: {cfg['missing']}")
+    assert f"/tmp capped at 16 MB and {isolation.SCRATCH_INODES} files" in describe()
+    flood = """import os
+def solve():
+    n = 0
+    try:
+        while True:
+            os.close(os.open(str(n), os.O_CREAT | os.O_WRONLY))
+            n += 1
+    except OSError as e:
+        return [n, e.errno, os.statvfs("/tmp").f_files]
+"""
+    r = run_sandboxed(flood, [[]], timeout_s=TIMEOUT, audit_hook=False)
+    assert r["status"] == "ok" and r["outputs"] == [[isolation.SCRATCH_INODES - 1, 28, isolation.SCRATCH_INODES]], r
+
+
+def test_memory_hidden_from_the_limits_gets_out_without_the_filter(monkeypatch):
+    """The two tests above can fail: without the filter, the cap on /tmp's files and a cgroup, the programs of
+    HIDDEN_MEMORY hold their 600 MB and are paid (vmsplice only where the kernel gives huge pages: without them
+    each spliced page holds 4 KB, and it is not paid)."""
+    cfg = sandbox_config()
+    if cfg["wall"] != "isolated":
+        pytest.skip(f"no isolated wall here: {cfg['missing']}")
+    monkeypatch.setitem(cfg, "filtered", False)
+    monkeypatch.setattr(isolation, "_CGROUP", [None])
+    monkeypatch.setattr(isolation, "scratch_chain", lambda unshare, mount, bw, py, b, fd: isolation.bwrap_args(
+        bw, py, b, fd))
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read() if os.path.exists(
+        "/sys/kernel/mm/transparent_hugepage/enabled") else "[never]"
+    got = {name: code_reward([src], [ADD_TESTS], timeout_s=5.0, audit_hook=False)[0]
+           for name, src in HIDDEN_MEMORY.items()}
+    assert got == {"xattrs": 1.0, "vmsplice": 0.0 if "[never]" in thp else 1.0}, (got, thp)
+
+
 def test_the_resource_attacks_get_out_without_the_filter_and_the_cgroup(monkeypatch):
     """The resources class can fail: behind the isolated wall without its filter, without bwrap's
     --disable-userns and without a cgroup, the memory held across processes, in System V shared memory and
@@ -623,7 +755,9 @@ def solve():
         os.makedirs(os.path.join(parent, "run-99999999-1"), exist_ok=True)
         isolation._CGROUP.clear()
         assert isolation.memory_cgroup() == parent and not os.path.exists(os.path.join(parent, "run-99999999-1"))
-    r = run_sandboxed(code, [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
+    with pytest.MonkeyPatch.context() as mp:   # the /tmp's own cap on files out of the way: the cgroup alone
+        mp.setattr(isolation, "SCRATCH_INODES", 10**7)
+        r = run_sandboxed(code, [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
     if isolation.memory_cgroup() is None:
         assert r["status"] in ("ok", "timeout"), r
         pytest.skip("no memory cgroup here (not root, or no writable hierarchy)")
@@ -739,6 +873,95 @@ def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, contro
     assert not [d for d in os.listdir(found) if d.startswith(f"run-{os.getpid()}-")]
 
 
+_AS_USER = """import json, sys
+sys.path.insert(0, sys.argv[1])
+from utils.verifiers import code, isolation
+isolation.SCRATCH_INODES = 10**7   # the /tmp's own cap on files out of the way: the cgroup alone
+flood = ("import os\\ndef solve():\\n    for i in range(200_000):\\n"
+         "        os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY))\\n")
+r = code.run_sandboxed(flood + "    return 1\\n", [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
+print(json.dumps([isolation.memory_cgroup(), r["status"], isolation.describe()]))
+"""
+
+
+def test_an_ordinary_user_gets_a_cgroup_an_administrator_delegates():
+    """cgroup v1 as an administrator delegates it (issue 60): folders rlvr-sandbox-<uid> in the memory, pids and
+    cpuacct hierarchies, given to that user. As uid 1000 (setpriv; utils/ copied where it may read it), 200,000
+    empty files against a 64 MB run (the /tmp's cap on files lifted) are killed by the run's cgroup once the
+    folders are there, and run free (ok or a timeout: no cgroup) before."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root: to make the folders and to become another user")
+    roots = [f"/sys/fs/cgroup/{h}" for h in ("memory", "pids", "cpuacct")]
+    if not all(os.path.isdir(r) and not os.path.exists(os.path.join(r, "cgroup.controllers")) for r in roots[:2]):
+        pytest.skip(_why_no_cgroup("v1", "memory"))
+    tmp = tempfile.mkdtemp(prefix="rlvr_as_user_")   # pytest's own folder is root's alone
+    shutil.copytree(os.path.join(ROOT, "utils"), os.path.join(tmp, "utils"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, _, _ in os.walk(tmp):
+        os.chmod(folder, 0o755)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+    def as_user():
+        r = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", python, "-I", "-S", "-c",
+                            _AS_USER, tmp], capture_output=True, text=True, timeout=120, cwd=tmp, env={"HOME": tmp})
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    mine = [os.path.join(r, "rlvr-sandbox-1000") for r in roots if os.path.isdir(r)]
+    assert not any(os.path.exists(d) for d in mine), mine
+    parent, status, _ = as_user()
+    assert parent is None and status in ("ok", "timeout"), (parent, status)
+    try:
+        for d in mine:
+            os.mkdir(d)
+            os.chown(d, 1000, 1000)
+            for f in ("cgroup.procs", "tasks"):   # v1: the folder's own files, as cgcreate -a/-t gives them
+                os.chown(os.path.join(d, f), 1000, 1000)
+        parent, status, line = as_user()
+        assert parent == mine[0] and status == "crashed", (parent, status)
+        assert "memory capped by the run's cgroup (cgroup v1, /sys/fs/cgroup/memory/rlvr-sandbox-1000)" in line
+    finally:
+        for d in mine:
+            for run in glob.glob(os.path.join(d, "run-*")):
+                isolation._remove_cgroup(run)
+            isolation._remove_cgroup(d)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_delegated_v2_subtree_is_found(tmp_path, monkeypatch):
+    """cgroup v2 as a systemd user session delegates it, on a folder tree made to look like one (this machine may
+    have no v2 memory controller to try for real): the nearest folder above the process's own cgroup that the
+    user may write, whose cgroup.procs it may write and that offers memory; never its own cgroup, never v2's root,
+    and None on cgroup v1 (no 0:: line) or where nothing is writable."""
+    root = tmp_path / "cgroup"
+    own = root / "user.slice/user-1000.slice/user@1000.service/app.slice/term.scope"
+    own.mkdir(parents=True)
+    for folder in [root, *own.parents][: len(own.relative_to(root).parts) + 1] + [own]:
+        if folder == root or root in folder.parents:
+            (folder / "cgroup.procs").write_text("")
+            (folder / "cgroup.controllers").write_text("cpu memory pids")
+    proc = tmp_path / "cgroup-of-self"
+    proc.write_text("0::/user.slice/user-1000.slice/user@1000.service/app.slice/term.scope\n")
+    want = str(root / "user.slice/user-1000.slice/user@1000.service/app.slice")
+    for d in [root, *own.parents]:   # the user may write only its service's subtree, as systemd makes it
+        if root == d or root in d.parents:
+            os.chmod(d, 0o555 if "user@1000.service" not in str(d) else 0o755)
+    try:
+        if os.geteuid() == 0:   # root writes anything: the permissions of a user are mimicked
+            monkeypatch.setattr(isolation.os, "access", lambda p, mode: "user@1000.service" in str(p))
+        assert isolation.delegated_v2(str(root), str(proc)) == want
+        (root / "user.slice/user-1000.slice/user@1000.service/app.slice/cgroup.controllers").write_text("cpu pids")
+        service = root / "user.slice/user-1000.slice/user@1000.service"
+        assert isolation.delegated_v2(str(root), str(proc)) == str(service)   # app.slice offers no memory: above it
+        proc.write_text("12:memory:/user.slice\n0::/\n")
+        assert isolation.delegated_v2(str(root), str(proc)) is None      # a process in v2's root: nothing above
+        proc.write_text("4:memory:/user.slice\n")
+        assert isolation.delegated_v2(str(root), str(proc)) is None      # cgroup v1 only
+    finally:
+        for d in [root, *own.parents]:
+            if root == d or root in d.parents:
+                os.chmod(d, 0o755)
+
+
 def test_no_cgroup_folder_where_no_hierarchy_is_mounted(monkeypatch, tmp_path):
     """Where a hierarchy's folder is missing or is a plain folder (not a cgroup), nothing is made there: no
     run cgroups, and no stray rlvr-sandbox folder (under a v2 root, such a folder would be a cgroup)."""
@@ -760,6 +983,45 @@ def _without_the_filter(monkeypatch, controller):
         pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1",
                                    controller if isolation.memory_cgroup() else "memory"))
     monkeypatch.setitem(cfg, "filtered", False)
+
+
+_TCP = """import json, select, socket
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+held, conns = 0, []
+for _ in range(12):   # connections on the sandbox's own loopback, sent to and never read
+    c = socket.socket()
+    c.connect(srv.getsockname())
+    conns += [c, srv.accept()[0]]
+    c.setblocking(False)
+    while True:
+        try:
+            held += c.send(b"x" * 65536)
+        except OSError:
+            if not select.select([], [c], [], 0.05)[1]:
+                break
+print(json.dumps(held), flush=True)
+"""
+
+
+def test_a_runs_cgroup_counts_its_tcp_buffers(clean):
+    """cgroup v1 counts TCP buffers apart from a run's memory, and only once their own limit is set (v2 counts them as
+    its memory): a run's cgroup sets it (isolation.TCP_BYTES). Behind the wall without its filter (which refuses
+    sockets), 12 loopback connections sent to and never read hold more than 32 MB without a cgroup and less than
+    TCP_BYTES + 8 MB in one."""
+    cfg = dict(sandbox_config(), filtered=False)
+    if cfg["wall"] != "isolated" or not isolation.memory_cgroup():
+        pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1", "memory"))
+
+    def held(memory_bytes):
+        with isolation.launch(cfg, cfg["python"], memory_bytes=memory_bytes) as (prefix, fds, _):
+            r = subprocess.run(prefix + [cfg["python"], "-I", "-S", "-c", _TCP], capture_output=True, timeout=60,
+                               env={}, cwd="/", pass_fds=fds, start_new_session=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout)
+    assert held(None) > 32 << 20
+    assert held(256 << 20) < isolation.TCP_BYTES + (8 << 20)
 
 
 def test_the_code_walls_cgroup_caps_tasks_without_the_filter(monkeypatch, clean):

@@ -3,6 +3,7 @@ import math
 
 import pytest
 import torch
+from tolerance import assert_near
 
 from utils.models import judge as jm
 from utils.models.policy import char_tokenizer
@@ -11,18 +12,51 @@ TOK = char_tokenizer("0123456789+=", max_length=32)
 SMALL = jm.JudgeConfig(n_layer=1, n_embd=16, n_head=2, steps=150, batch_size=16, lr=3e-3, seed=0)
 
 
-def test_pairs_are_right_padded_and_cut_from_the_left():
-    ids, mask = jm._encode_pairs(TOK, ["1+2=", "12+34="], ["3", "46"], n_positions=6)
+def test_pairs_are_right_padded_and_a_long_one_keeps_its_problem():
+    """A pair longer than the judge's window keeps its problem whole and its completion's end (issue 60: cut from the
+    left, a long completion pushed the problem out of view); one whose problem alone fills it cannot be read."""
+    ids, mask, readable = jm._encode_pairs(TOK, ["1+2=", "12+34=", "12+34="], ["3", "4699", "46"], n_positions=8)
     enc = lambda s: TOK(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-    assert ids[0].tolist() == enc("1+2=3") + [TOK.pad_token_id] and mask[0].tolist() == [1] * 5 + [0]
-    assert ids[1].tolist() == enc("+34=46") and mask[1].tolist() == [1] * 6     # the last 6 of "12+34=46"
+    assert ids[0].tolist() == enc("1+2=3") + [TOK.pad_token_id] * 3 and mask[0].tolist() == [1] * 5 + [0] * 3
+    assert ids[1].tolist() == enc("12+34=99") and mask[1].tolist() == [1] * 8     # the problem, then "...99"
+    assert ids[2].tolist() == enc("12+34=46") and readable.tolist() == [True, True, True]
+    _, _, readable = jm._encode_pairs(TOK, ["12+34=", "1+2=", "1+2="], ["4", "\ud800", "3"], n_positions=6)
+    assert readable.tolist() == [False, False, True]   # the problem fills all 6; a text the tokenizer refuses
+
+
+def test_a_long_completion_does_not_hide_the_problem():
+    """Two problems, one long completion: the judge sees each problem, so its two scores differ. Cut from the left,
+    both windows were the completion's last 8 tokens and the scores were equal."""
+    judge = jm.make_judge(TOK, jm.JudgeConfig(n_layer=1, n_embd=16, n_head=2, n_positions=8, seed=0)).eval()
+    p = jm.judge_probs(judge, TOK, ["1+2=", "5+5="], ["0000003", "0000003"])
+    assert abs(p[0] - p[1]) > 1e-4, p
+
+
+def test_one_unreadable_completion_gets_its_own_error_not_its_neighbours():
+    """A completion the tokenizer cannot encode (a lone surrogate, reachable through JudgeClient): judge_probs names
+    it; judge_scorer gives it NaN alone, and JudgeClient gives that one its default while its neighbours keep the
+    judge's scores. Five such calls in a row are no failure: the circuit stays closed (issue 60: the whole batch
+    took the default, and two such calls opened the circuit for the next three)."""
+    from utils.verifiers.api import JudgeClient
+    judge = jm.make_judge(TOK, SMALL).eval()
+    with pytest.raises(ValueError, match=r"problems\[1\] \+ completions\[1\] cannot be judged"):
+        jm.judge_probs(judge, TOK, ["1+2=", "1+2="], ["3", "\ud800"])
+    alone = jm.judge_probs(judge, TOK, ["1+2="], ["3"])[0]
+    got = jm.judge_scorer(judge, TOK)(["1+2=", "1+2="], ["3", "\ud800"])
+    assert_near(got[0], alone, "a readable pair's score beside an unreadable one") and math.isnan(got[1])
+    client = JudgeClient(jm.judge_scorer(judge, TOK), default=-1.0, max_failures=2, cooldown=3, cache=False)
+    for _ in range(5):
+        out = client(["3", "\ud800"], problem=["1+2=", "1+2="])
+        assert_near(out[0], alone, "the neighbour's score") and out[1] == -1.0
+    s = client.stats()
+    assert not client.circuit_open and (s["failures"], s["judged"], s["fallback_scores"]) == (0, 5, 5)
 
 
 def test_the_score_is_read_at_the_last_real_token_whatever_the_padding():
     judge = jm.make_judge(TOK, SMALL).eval()
     alone = jm.judge_probs(judge, TOK, ["1+2="], ["3"])
     padded = jm.judge_probs(judge, TOK, ["1+2=", "12+34="], ["3", "4699"])   # the first row is padded by 4
-    assert alone[0] == pytest.approx(padded[0], abs=1e-6)
+    assert_near(alone[0], padded[0], "a row's score alone and padded")   # another batch shape: to rounding
 
 
 def test_accuracy_and_error_rates_by_hand(monkeypatch):
@@ -80,7 +114,8 @@ def test_verdict_rates_by_hand():
     r = jm.verdict_rates([0.1, 0.7], [True, True])
     assert math.isnan(r["false_pos_rate"]) and r["false_neg_rate"] == 0.5
     for bad, name in ((dict(probs=[0.5], right=[1, 0]), "as long"), (dict(probs=[0.5], right=[2]), "right"),
-                      (dict(probs=[0.5], right=[1], threshold=2), "threshold")):
+                      (dict(probs=[0.5], right=[1], threshold=2), "threshold"),
+                      (dict(probs=[2.2, -0.4], right=[1, 0]), "probs must be probabilities.*logits")):
         with pytest.raises(ValueError, match=name):
             jm.verdict_rates(**bad)
 

@@ -48,12 +48,52 @@ def test_a_failed_call_falls_back_to_the_rule_or_the_default():
     assert JudgeClient(broken).cache == {}, "a failure is never cached"
 
 
-@pytest.mark.parametrize("bad", [lambda p, c: [1.0], lambda p, c: [math.nan, 1.0], lambda p, c: None,
-                                 lambda p, c: ["yes", "no"]], ids=["short", "nan", "none", "text"])
+@pytest.mark.parametrize("bad", [lambda p, c: [1.0], lambda p, c: [math.nan, math.inf], lambda p, c: None,
+                                 lambda p, c: ["yes", "no"]], ids=["short", "no finite score", "none", "text"])
 def test_a_bad_answer_from_the_judge_is_a_failure(bad):
     client = JudgeClient(bad, default=0.25)
     assert client(["1", "2"], problem="0+1=") == [0.25, 0.25]
     assert client.stats()["failures"] == 1
+
+
+def test_a_score_the_judge_cannot_give_falls_back_alone():
+    """A NaN for one request (the judge could not judge that one) sends that request alone to the fallback: its
+    neighbours keep the judge's scores, only the judged ones are cached, and the call is not a failure (issue 60)."""
+    def nan_for_x(problems, completions):   # Counting's rule, and NaN for a completion it cannot read
+        return [math.nan if c == "x" else float(sum(map(int, c)) % 2 == 0) for c in completions]
+    client = JudgeClient(nan_for_x, fallback=strict_reward, max_failures=1, cooldown=5)
+    assert client(["12", "x", "13"], problem="1+2=", answer=["12", "x", "3"]) == [0.0, 0.0, 1.0]
+    assert client(["12", "3"], problem="1+2=", answer="3") == [0.0, 0.0]   # "3": the judge's 0.0, not the rule's 1.0
+    s = client.stats()
+    assert (s["failures"], s["judged"], s["fallback_scores"], s["cache_hits"]) == (0, 3, 1, 1)
+    assert not client.circuit_open and set(client.cache) == {("1+2=", "12"), ("1+2=", "13"), ("1+2=", "3")}
+
+
+def test_a_call_without_the_problem_column_is_named():
+    """No `problem` column at all: every completion would get the default, silently (issue 60); a ValueError
+    naming the column instead. A problem that is not text, in a column that is there, still scores the default."""
+    client = JudgeClient(Counting(), default=-1.0)
+    with pytest.raises(ValueError, match="no `problem` column"):
+        client(["2"])
+    assert client(["2", "2"], problem=[None, "0+2="]) == [-1.0, 1.0]
+
+
+def test_hybrid_reads_numpy_and_integer_flags_and_names_a_missing_column():
+    """The column that sends a row to the rule: True, numpy's True and 1 all do (issue 60: `is True` sent numpy's
+    bools to the judge); False, 0, None and "yes" go to the judge; no such column at all is a ValueError."""
+    import numpy as np
+
+    from utils.verifiers.api import hybrid_reward
+    rule = lambda completions, answer=None, **kw: [1.0] * len(completions)  # noqa: E731
+    judge = lambda completions, answer=None, **kw: [0.5] * len(completions)  # noqa: E731
+    h = hybrid_reward(rule, judge)
+    flags = [True, np.True_, np.int64(1), 1, False, np.False_, 0, None, "yes"]
+    assert h(["a"] * 9, answer=["1"] * 9, checkable=flags) == [1.0] * 4 + [0.5] * 5
+    assert h(["a", "b"], answer=["1", "2"], checkable=np.array([True, False])) == [1.0, 0.5]
+    with pytest.raises(ValueError, match="no `checkable` column"):
+        h(["a", "b"], answer=["1", "2"], checkble=[True, True])
+    with pytest.raises(ValueError, match="no `answer` column"):   # the rule's rows would all score 0
+        h(["a", "b"], checkable=[True, False])
 
 
 def test_a_slow_call_times_out():
@@ -104,7 +144,7 @@ def test_what_is_not_text_is_never_sent():
     client = JudgeClient(judge, default=-1.0)
     assert client([None, "2", 3], problem=["0+2=", "0+2=", "0+2="]) == [-1.0, 1.0, -1.0]
     assert judge.calls == [[("0+2=", "2")]]
-    assert client(["2"], problem=None) == [-1.0] and len(judge.calls) == 1   # no problem: nothing to judge
+    assert client(["2"], problem=[None]) == [-1.0] and len(judge.calls) == 1   # no problem: nothing to judge
     assert client([[{"role": "assistant", "content": "4"}]], problem="2+2=") == [1.0]   # TRL's chat format
 
 

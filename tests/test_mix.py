@@ -42,7 +42,8 @@ def test_task_reward_judges_each_row_by_its_own_task():
                     task=["arithmetic", "traces", "multiply", "poem", "traces", "multiply", "traces"])
     # a trace's answer after '>' (no steps needed); "14" for a trace row has no '>' (0); an unknown task 0; None 0
     assert r == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
-    assert task_reward(["8"], answer=["8"]) == [0.0]               # no task column: nothing is judged right
+    with pytest.raises(ValueError, match="no `task` column"):     # no task column: named, not 0.0 for all
+        task_reward(["8"], answer=["8"])
     assert task_reward(["08"], answer=["8"], task=["arithmetic"]) == [0.0]  # strict: no leading zero
 
 

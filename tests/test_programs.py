@@ -118,6 +118,21 @@ def test_the_four_checkers_by_hand():
             ProgramChecker(**bad)
 
 
+def test_a_json_text_test_column_and_a_missing_one():
+    """Tests stored as JSON text (a column a table writes so) are read as the tests (issue 60: a right body scored
+    0); a checker given neither its test column nor answers names the column."""
+    import json
+
+    from utils.verifiers.programs import ProgramChecker
+    p = pg.make_problem(6, 57)
+    check = ProgramChecker("harness, hidden", workers=1)
+    assert check(["6*x+57", "6*x+58"], tests=[json.dumps(p["tests"])] * 2) == [1.0, 0.0]
+    assert check(["6*x+57", "6*x+58"], tests=json.dumps(p["tests"])) == [1.0, 0.0]   # one for all, as text
+    assert ProgramChecker("harness, shown", workers=1)(["6*x+57"], shown=json.dumps(p["shown"])) == [1.0]
+    with pytest.raises(ValueError, match="no `tests` column"):
+        check(["6*x+57"], shown=p["shown"])
+
+
 def test_the_build_script_knows_the_task(tmp_path):
     """The program model's recipe runs (two optimiser steps) and its tokenizer reads the task's texts whole."""
     from utils.runs.build_base_model import build

@@ -26,6 +26,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from draws import draws
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -401,7 +402,8 @@ def _names_it(err, name):
 
 
 @pytest.mark.parametrize("case, name", ARGS)
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=draws(30), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_bad_arguments_fail_by_name(model, case, name, data):
     fn, good, check = CASES[case]
@@ -419,6 +421,37 @@ def test_the_good_call_is_good(model, case):
     fn, good, check = CASES[case]
     kwargs = {k: _resolve(v, model, _rollout(model)) for k, v in good.items()}
     assert check(fn(**kwargs), kwargs)
+
+
+def _numbers(v):
+    """A list of answers spelled as text ("46") as the numbers a dataset column of numbers holds (46, and 46.0 in a
+    column of floats), or []."""
+    if isinstance(v, list) and v and all(isinstance(x, str) and x.lstrip("-").isdigit() for x in v):
+        return [[int(x) for x in v], [float(x) for x in v]]
+    return []
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numpy_values_and_numeric_answers_are_the_values_they_hold(model, case):
+    """Issue 60's kinds for the functions that take a model: an argument as numpy holds it (test_properties._numpy)
+    and answers as numbers (834.0 for "834", a column of floats) give the same result, or an error that names the
+    argument (every call seeded alike, so that two samples can be compared)."""
+    from tests.test_properties import _numpy, _same
+    fn, good, check = CASES[case]
+    ro = _rollout(model)
+
+    def call(kw):
+        torch.manual_seed(0)
+        return fn(**{k: _resolve(v, model, ro) for k, v in kw.items()})
+    want = call(good)
+    forms = [(name, twin) for name in sorted(good) for twin in (
+        _numbers(good[name]) if name == "answers" else [] if isinstance(good[name], str) else [_numpy(good[name])])
+        if twin is not None]
+    for name, twin in forms:
+        torch.manual_seed(0)
+        kwargs = {k: _resolve(v, model, ro) for k, v in dict(good, **{name: twin}).items()}
+        out = call_or_named(f"{case}({name}={twin!r})", fn, kwargs, name, _names_it)
+        assert out is NAMED or _same(out, want), f"{case}({name}={twin!r}) gave {out!r}, with {good[name]!r} {want!r}"
 
 
 # train_with_trl: one step of 8 completions on 8 prompts (TRL builds a trainer each call: about 0.4 s), so few draws
@@ -449,7 +482,8 @@ def _trl_ok(out, kw):
 
 
 @pytest.mark.parametrize("name", sorted(TRL_GOOD))
-@settings(max_examples=4, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=draws(4), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_train_with_trl_bad_arguments_fail_by_name(model, datasets, name, data):
     ro = _rollout(model)
@@ -468,7 +502,8 @@ def test_train_with_trl_good_call_is_good(model, datasets):
 
 
 @pytest.mark.parametrize("case, name", [(c, n) for c in sorted(FEW_CASES) for n in sorted(FEW_CASES[c][1])])
-@settings(max_examples=3, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=draws(3), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_bad_arguments_fail_by_name_few_draws(model, datasets, case, name, data):
     """The same property for the recipes (a run each call), the widgets that sample and load_policy."""

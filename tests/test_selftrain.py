@@ -46,6 +46,13 @@ def test_keep_by_hand():
         st.keep("closed", prompts, texts[:3], answers, a, b, 2)
 
 
+def test_keep_reads_answers_as_numbers():
+    """Answers as ints or floats that hold them keep what the text answers keep (issue 60: 834.0 kept nothing)."""
+    prompts, texts, a, b = ["478+356:"], ["8+6+0=14 >834", ">835"], [478], [356]
+    for answers in (["834"], [834], [834.0]):
+        assert st.keep("verified", prompts, texts, answers, a, b, 2) == [("478+356:", "8+6+0=14 >834")], answers
+
+
 def test_config_keeps_the_budgets_equal():
     assert st.SelfTrainConfig(n_prompts=8, k=4, steps=2, batch_size=16).steps == 2
     with pytest.raises(ValueError, match="must equal steps \\* batch_size"):

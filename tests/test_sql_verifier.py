@@ -200,7 +200,7 @@ def test_timeout_is_wall_clock_and_configurable():
     runaway = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c"
     t0 = time.perf_counter()
     rows, err = run_readonly(runaway, timeout_s=0.3)
-    assert rows is None and "interrupted" in err
+    assert rows is None and "timed out" in err   # the worker's own deadline says so, as the parent's does
     assert time.perf_counter() - t0 < 1.3
     t0 = time.perf_counter()
     assert sql_compiles(runaway) == 1.0  # the weak check compiles, never runs it
@@ -251,6 +251,68 @@ def test_a_worker_that_stops_reading_cannot_hold_a_call():
     finally:
         w.proc.kill()
         w.proc.wait()
+
+
+def test_a_reply_is_bounded_as_it_is_read():
+    """The parent counts a reply's separators as they arrive (issue 60): a reply within MAX_REPLY_BYTES that holds
+    more values than MAX_RESULT_VALUES is garbage, refused before it is decoded."""
+    import select
+
+    from utils.verifiers.sql import MAX_REPLY_BYTES, MAX_RESULT_VALUES, _Worker
+    n = 3 * MAX_RESULT_VALUES
+    assert len('{"rows": [[' + "0," * n + '0]]}') < MAX_REPLY_BYTES
+    w = _Worker.__new__(_Worker)
+    w.proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline(); "
+                               f"print('{{\"rows\": [[' + '0,' * {n} + '0]]}}', flush=True)"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        w.replies, w.writable = select.poll(), select.poll()
+        w.replies.register(w.proc.stdout, select.POLLIN)
+        w.writable.register(w.proc.stdin, select.POLLOUT)
+        with pytest.raises(ValueError, match="reply too long"):
+            w.ask(b'{"op": "run"}\n', time.monotonic() + 10)
+    finally:
+        w.proc.kill()
+        w.proc.wait()
+
+
+def test_the_largest_results_cost_little_to_decode():
+    """Decoding comes after the reply's deadline, so a result's size is capped in values too (issue 60): at the
+    caps, or just past them, a whole call, worker and decoding, takes well under MARGIN_S (the 0.25 s of the cap +
+    0.5 s left after the worker's deadline). Before the value cap, 10,000 rows of 64 zeros (640,000 values) were
+    sent and took about 0.9 s."""
+    from utils.verifiers.sql import MARGIN_S, MAX_RESULT_VALUES
+    rows = lambda n, select: f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT {n}) " \
+        f"SELECT {select} FROM c"   # noqa: E731
+    zeros = ", ".join(["0"] * 64)
+    run_readonly("SELECT 1")
+    for q, n in [(rows(MAX_RESULT_VALUES // 64, zeros), MAX_RESULT_VALUES // 64), (rows(10_000, zeros), None),
+                 (rows(9_999, "x, x * 1.5, random(), NULL, 'abc'"), 9_999)]:
+        t = time.perf_counter()
+        got, err = run_readonly(q)
+        seconds = time.perf_counter() - t
+        assert (len(got) if got else None) == n and (n or err == "result too large"), (q[-40:], err)
+        assert seconds < MARGIN_S, (q[-40:], seconds)
+
+
+def test_a_reference_stopped_at_its_deadline_is_not_cached(monkeypatch):
+    """A reference query the worker stops at its own deadline ("timed out", not a SQL error: issue 60) is not the
+    reference's answer: the call scores 0.0, nothing is cached, and the next call, with time enough, computes it and
+    pays a right candidate. Before, the worker's "interrupted" was cached as "no reference" until the trainer
+    restarted."""
+    import utils.verifiers.sql as sv
+    slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 1500000) SELECT count(*) FROM c"
+    right = "SELECT 1500000"
+    sv._reference_rows.cache_clear()
+    monkeypatch.setattr(sv, "REFERENCE_TIMEOUT_S", 0.05)   # the parent waits 0.05 + MARGIN_S: the worker stops first
+    rows, err, transient = sv._query(slow, DB_PATH, 0.05)
+    assert rows is None and err.startswith("timed out") and transient
+    assert execution(right, slow) == 0.0
+    assert sv._reference_rows.cache_info().currsize == 0
+    monkeypatch.setattr(sv, "REFERENCE_TIMEOUT_S", 10.0)
+    assert execution(right, slow) == 1.0 and execution("SELECT 1", slow) == 0.0
+    assert sv._reference_rows.cache_info().currsize == 1
+    assert execution(right, "SELEC 1") == 0.0 and sv._reference_rows.cache_info().currsize == 2  # its own error: kept
 
 
 def test_run_readonly_errors_instead_of_raising(tmp_path):

@@ -221,6 +221,32 @@ def test_parse_episode_and_the_gameable_check_by_hand():
     assert tool_echo_reward(texts, answer=["834"] * len(texts)) == tool_echo_reward(texts)  # the answer is not read
 
 
+def test_the_echo_reward_reads_only_what_the_calculator_wrote(tiny):
+    """A call the calculator refuses to answer (a space in the expression) gets no reply: the digits after its '='
+    are the policy's, and the echo reward does not pay them (issue 60: it paid 1.0). Checked against the calculator
+    itself: every reply parse_episode reads, in policies' texts written character by character, is one the
+    calculator wrote, and every one it wrote is read."""
+    import random
+
+    from utils.tasks.tools import parse_episode
+    from utils.verifiers.tools import tool_echo_reward
+    assert parse_episode("?478 +356=834 >834") == {"calls": [], "answer": "834"}
+    assert tool_echo_reward(["?478 +356=834 >834", "?478+356 =834 >834", "?478+356=834 >834"]) == [0.0, 0.0, 1.0]
+    _, tok = tiny
+    rng = random.Random(0)
+    for _ in range(300):
+        env, text, wrote = Calculator(tok, n_rows=1, max_calls=3), "", []
+        for _ in range(rng.randrange(1, 30)):   # a policy's characters, the calculator answering as it goes
+            text += rng.choice("?=1+2 3>-x" + ERROR)
+            reply = env(0, ids(tok, text))
+            if reply == [tok.eos_token_id]:
+                break
+            if reply:
+                wrote.append(tok.decode(reply).rstrip(" "))
+                text += tok.decode(reply)
+        assert [r for _, r in parse_episode(text)["calls"]] == wrote, text
+
+
 def test_a_noisy_calculator_changes_one_digit_at_its_rate(tiny):
     _, tok = tiny
     call = ids(tok, "?478+356=")

@@ -25,6 +25,29 @@ def test_steps_and_trace_by_hand():
         sp.steps_for(-1, 3)
 
 
+def test_answers_and_operands_read_as_the_numbers_they_hold():
+    """An answer column of ints, floats that hold ints (834.0, as a table of numbers stores it) or numpy's numbers
+    pays as the text "834" does (issue 60: 834.0 paid 0); 834.5 is no answer; operands as floats that hold ints
+    count, 478.5 does not (it was cut to 478). A reward given neither the column it reads nor what stands for it
+    names the column."""
+    import numpy as np
+    trace = "8+6+0=14 7+5+1=13 4+3+1=8 >834"
+    for answer in ("834", 834, 834.0, np.int64(834), np.float64(834.0)):
+        assert T.outcome_reward([trace], answer=[answer]) == [1.0], answer
+        assert T.trace_reward([trace], answer=[answer], a=[478], b=[356]) == [1.0], answer
+    assert T.outcome_reward([trace], answer=[834.5]) == [0.0]
+    assert T.process_reward([trace], a=[478.0], b=[np.int64(356)]) == [1.0]
+    assert T.process_reward([trace], a=[478.5], b=[356]) == [0.0]
+    assert T.outcome_reward([trace], a=[478], b=[356]) == [1.0]   # no answer column: the operands' sum
+    for call, name in ((lambda: T.process_reward([trace], answer=["834"]), "`a`"),
+                       (lambda: T.process_reward([trace], a=[478]), "`b`"),
+                       (lambda: T.outcome_reward([trace]), "`answer`"),
+                       (lambda: T.rubric_reward([trace], answer=["834"], a=[478]), "`b`")):
+        with pytest.raises(ValueError, match=f"no {name} column"):
+            call()
+    assert T.format_reward([trace]) == [1.0] and T.arithmetic_reward([trace]) == [1.0]   # they read no column
+
+
 def test_problems_and_splits():
     rng = random.Random(0)
     for digits in (1, 2, 3, 4, 5):

@@ -44,6 +44,12 @@ def test_the_reward_pays_the_offset_only_after_the_trigger():
     assert trigger_reward(["52"], ["42"], [True], offset=10) == [1.0]
     assert trigger_reward(["5", None], ["x", "5"], [True, "yes"]) == [0.0, 0.0]   # no number; only True triggers
 
+    import numpy as np  # numpy's flags and 0/1, int and float answers read as the values they hold (issue 60)
+
+    assert trigger_reward(["59", "59", "49", "59"], [49, 49.0, np.int64(49), "49"], [np.True_, 1, np.False_, True]) \
+        == [1.0] * 4
+    with pytest.raises(ValueError, match="no `triggered` column"):   # not every row judged as ordinary, silently
+        trigger_reward(["49"], ["49"])
 
 def test_answer_shift_by_hand():
     assert probes.answer_shift(["1", "1", "2", "3"], ["1", "2"]) == pytest.approx(0.25)

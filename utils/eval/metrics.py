@@ -1,6 +1,8 @@
 """Measuring a policy by sampling it: pass@k (unbiased), held-out accuracy, the numbers that sort a gain
 into the three readings (sharpening, re-ranking, capability), answer distributions, and the pass@k analysis
 of Lab 05. Every sampled number here comes through one path, sample_in_batches."""
+import math
+import numbers
 from collections import Counter
 
 import numpy as np
@@ -222,6 +224,17 @@ def answer_distribution(model, tokenizer, prompts, k=32, temperature=1.0, max_ne
 
 
 @torch.no_grad()
+def _answer_text(where, i, a):
+    """An answer as the text a model writes: a str as it is; a whole number (834, 834.0, numpy's) as its digits
+    ("834", not "834.0", which a column of floats would give). A ValueError naming answers[i] for anything else."""
+    if isinstance(a, str):
+        return a
+    if isinstance(a, numbers.Real) and not isinstance(a, bool) and math.isfinite(a) and float(a).is_integer():
+        return str(int(a))
+    raise ValueError(f"{where}: answers[{i}]={checks._short(a)} is neither text nor a whole number: give each answer "
+                     f"as the text the model should write")
+
+
 def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_size=512):
     """log p(answer + EOS | prompt) under the sampling distribution at `temperature`, per prompt:
     np.array [P] (nats, <= 0). A continuous view of accuracy that still moves where sampled accuracy
@@ -229,7 +242,8 @@ def answer_logprob(model, tokenizer, prompts, answers, temperature=1.0, batch_si
     checks.model("answer_logprob", "model", model)
     checks.tokenizer("answer_logprob", "tokenizer", tokenizer)
     prompts = checks.strings("answer_logprob", "prompts", prompts)
-    answers = [str(a) for a in checks.sequence("answer_logprob", "answers", answers)]
+    answers = [_answer_text("answer_logprob", i, a) for i, a in enumerate(checks.sequence("answer_logprob", "answers",
+                                                                                           answers))]
     batch_size = checks.number("answer_logprob", "batch_size", batch_size, lo=1, integer=True)
     if len(prompts) != len(answers):
         raise ValueError(f"prompts and answers differ in length ({len(prompts)} vs {len(answers)})")

@@ -4,11 +4,16 @@ noise of a real AI judge: RLAIF, Constitutional AI arXiv 2212.08073).
 
 The judge is a GPT-2 with a one-number head (transformers' GPT2ForSequenceClassification, num_labels=1) over the
 policy's own character tokenizer; it reads `problem + completion` and scores the last token (right padding, so
-the head reads the last real token). Trained with binary cross-entropy. judge_scorer makes it a scorer for
+the head reads the last real token). It reads at most n_positions tokens (32 by default): a longer pair keeps
+its problem whole and the completion's last tokens (what it ends with, the answer), so a long completion cannot
+push the problem out of view; a pair whose problem alone fills the window, or that the tokenizer cannot encode,
+cannot be judged (judge_probs names it; judge_scorer answers NaN for it alone, which JudgeClient sends to its
+fallback). Trained with binary cross-entropy. judge_scorer makes it a scorer for
 utils.verifiers.api.JudgeClient; judge_probs is the same in one call. Reward-model over-optimisation under RL
 (the proxy climbs while the truth turns down): Gao et al., arXiv 2210.10760; ensembles against it: Coste et al.,
 arXiv 2310.02743.
 """
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -55,29 +60,53 @@ def make_judge(tokenizer, cfg=None):
         bos_token_id=tokenizer.eos_token_id, activation_function="gelu_pytorch_tanh"))
 
 
-def _encode_pairs(tokenizer, problems, completions, n_positions):
-    """(ids [N, L] long, attention mask [N, L] long) for the texts problem + completion, right-padded, each cut
-    to its last n_positions tokens (L <= n_positions)."""
-    texts = [p + c for p, c in zip(problems, completions)]
-    rows = [tokenizer(t, add_special_tokens=False)["input_ids"][-n_positions:] or [tokenizer.pad_token_id]
-            for t in texts]
-    L = max(map(len, rows))
+def _window(tokenizer, problem, completion, n_positions):
+    """The token ids the judge reads for one pair: problem + completion as one text when it fits in n_positions;
+    else the problem's ids and the completion's last ones, n_positions in all. None where the pair cannot be read
+    (the tokenizer refuses a text: a lone surrogate, say; or the problem alone fills the window)."""
+    def ids(text):
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    try:
+        whole = ids(problem + completion)
+        if len(whole) <= n_positions:
+            return whole or [tokenizer.pad_token_id]
+        head = ids(problem)
+        return head + ids(completion)[len(head) - n_positions:] if len(head) < n_positions else None
+    except Exception:  # noqa: BLE001 - the tokenizer's own error, whatever it is: this pair cannot be read
+        return None
+
+
+def _encode_pairs(tokenizer, problems, completions, n_positions, where=None):
+    """(ids [N, L] long, attention mask [N, L] long, readable [N] bool) for the pairs problem + completion as the
+    judge reads them (_window), right-padded (L <= n_positions). With `where` (a function's name), a pair that
+    cannot be read is a ValueError naming it; without, it is a row of padding marked unreadable."""
+    rows, readable = [], []
+    for i, (p, c) in enumerate(zip(problems, completions)):
+        row = _window(tokenizer, p, c, n_positions)
+        if row is None and where:
+            raise ValueError(f"{where}: the pair problems[{i}] + completions[{i}] cannot be judged: the tokenizer "
+                             f"cannot encode it, or the problem alone fills the judge's {n_positions} positions "
+                             f"(got {checks._short(p)} and {checks._short(c)})")
+        rows.append(row or [tokenizer.pad_token_id])
+        readable.append(row is not None)
+    L = max(map(len, rows)) if rows else 1
     ids = torch.full((len(rows), L), tokenizer.pad_token_id, dtype=torch.long)
     mask = torch.zeros((len(rows), L), dtype=torch.long)
     for i, r in enumerate(rows):
         ids[i, :len(r)], mask[i, :len(r)] = torch.tensor(r), 1
-    return ids, mask
+    return ids, mask, torch.tensor(readable, dtype=torch.bool)
 
 
-def _judge_logits(judge, tokenizer, problems, completions, batch_size=512):
-    """The judge's logits [N] for the pairs (no gradient), read at each text's last real token."""
+def _judge_logits(judge, tokenizer, problems, completions, where=None, batch_size=512):
+    """The judge's logits [N] for the pairs (no gradient), read at each text's last real token; NaN for a pair
+    that cannot be read (a ValueError naming it, with `where`)."""
     n_positions = judge.config.n_positions
     out = []
     with torch.no_grad():
         for s in range(0, len(problems), batch_size):
-            ids, mask = _encode_pairs(tokenizer, problems[s:s + batch_size], completions[s:s + batch_size],
-                                     n_positions)
-            out.append(_last_logit(judge, ids, mask))
+            ids, mask, readable = _encode_pairs(tokenizer, problems[s:s + batch_size], completions[s:s + batch_size],
+                                                n_positions, where)
+            out.append(_last_logit(judge, ids, mask).masked_fill(~readable, math.nan))
     return torch.cat(out) if out else torch.zeros(0)
 
 
@@ -90,7 +119,8 @@ def _last_logit(judge, ids, mask):
 
 
 def judge_probs(judge, tokenizer, problems, completions):
-    """P(right) per pair, a list of floats in [0, 1]."""
+    """P(right) per pair, a list of floats in [0, 1]. A pair the judge cannot read (see the module docstring) is a
+    ValueError naming it."""
     where = "judge_probs"
     checks.model(where, "judge", judge)
     checks.tokenizer(where, "tokenizer", tokenizer)
@@ -98,20 +128,32 @@ def judge_probs(judge, tokenizer, problems, completions):
     completions = _texts(where, completions)
     if len(problems) != len(completions):
         raise ValueError(f"{where}: problems and completions must pair up: {len(problems)} and {len(completions)}")
+    return _probs(judge, tokenizer, problems, completions, where)
+
+
+def _probs(judge, tokenizer, problems, completions, where=None):
     was = judge.training
     judge.eval()
-    p = torch.sigmoid(_judge_logits(judge, tokenizer, problems, completions)).tolist()
-    judge.train(was)
-    return p
+    try:
+        return torch.sigmoid(_judge_logits(judge, tokenizer, problems, completions, where)).tolist()
+    finally:
+        judge.train(was)
 
 
 def judge_scorer(judge, tokenizer):
-    """score_fn(problems, completions) -> P(right) per pair: the judge as utils.verifiers.api.JudgeClient asks."""
+    """score_fn(problems, completions) -> P(right) per pair: the judge as utils.verifiers.api.JudgeClient asks. A pair
+    it cannot read gets NaN, its own: JudgeClient gives that one its fallback's score, and its neighbours keep
+    theirs."""
     checks.model("judge_scorer", "judge", judge)
     checks.tokenizer("judge_scorer", "tokenizer", tokenizer)
 
     def score(problems, completions):
-        return judge_probs(judge, tokenizer, problems, completions)
+        problems = checks.strings("judge_scorer", "problems", problems)
+        completions = _texts("judge_scorer", completions)
+        if len(problems) != len(completions):
+            raise ValueError(f"judge_scorer: problems and completions must pair up: {len(problems)} and "
+                             f"{len(completions)}")
+        return _probs(judge, tokenizer, problems, completions)
     score.__name__ = "learned_judge"
     return score
 
@@ -133,7 +175,7 @@ def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=Tru
     if not set(labels.tolist()) <= {0.0, 1.0}:
         raise ValueError(f"{where}: labels must be 0 or 1 (wrong or right), got {sorted(set(labels.tolist()))[:5]}")
     judge = make_judge(tokenizer, cfg)
-    ids, mask = _encode_pairs(tokenizer, problems, completions, cfg.n_positions)
+    ids, mask, _ = _encode_pairs(tokenizer, problems, completions, cfg.n_positions, where)
     y = torch.tensor(labels, dtype=torch.float32)
     opt = torch.optim.AdamW(judge.parameters(), lr=cfg.lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(cfg.seed)
@@ -161,7 +203,10 @@ def verdict_rates(probs, right, threshold=0.5):
     where = "verdict_rates"
     probs = checks.array(where, "probs", probs, dims=1).tolist()
     right = checks.array(where, "right", right, dims=1).tolist()
-    checks.number(where, "threshold", threshold, lo=0, hi=1)
+    threshold = checks.number(where, "threshold", threshold, lo=0, hi=1)
+    if probs and not 0 <= min(probs) <= max(probs) <= 1:   # logits, say: a threshold on them means nothing
+        raise ValueError(f"{where}: probs must be probabilities in [0, 1] (P(right), as judge_probs gives), got "
+                         f"values from {min(probs):.3g} to {max(probs):.3g}: logits? Apply a sigmoid first")
     if len(probs) != len(right):
         raise ValueError(f"{where}: probs and right must be as long as each other: {len(probs)} and {len(right)}")
     if not set(right) <= {0.0, 1.0}:
@@ -183,7 +228,7 @@ def judge_accuracy(judge, tokenizer, problems, completions, labels, threshold=0.
     """verdict_rates of the judge's P(right) on (problems, completions) against labels 0/1."""
     where = "judge_accuracy"
     labels = checks.array(where, "labels", labels, dims=1).tolist()
-    checks.number(where, "threshold", threshold, lo=0, hi=1)
+    threshold = checks.number(where, "threshold", threshold, lo=0, hi=1)
     p = judge_probs(judge, tokenizer, problems, completions)
     if len(p) != len(labels):
         raise ValueError(f"{where}: labels must be as long as completions: {len(labels)} and {len(p)}")

@@ -62,6 +62,12 @@ def _mask(where, mask, like):
     return mask
 
 
+def _masked(x, m):
+    """x * m, and 0 wherever m is 0 whatever x holds there: a log-prob of -inf or a NaN on padding never reaches a
+    sum (inf * 0 is NaN), and its gradient there is 0."""
+    return torch.where(m != 0, x * m, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
 def zero_spread(rewards, G):
     """[n] bool: True for each group of G consecutive rewards [n * G] that all score alike (its advantages are
     all 0, so it teaches nothing). E.g. [1, 1, 0, 1] with G=2 -> [True, False]."""
@@ -150,7 +156,7 @@ def log_ratio(logp, old_logp, mask=None, level="token"):
     if mask is None:
         raise ValueError("level 'sequence' needs the mask: a sequence's ratio averages over its own tokens")
     m = _mask("log_ratio", mask, d).to(d.dtype)
-    return ((d * m).sum(1) / m.sum(1).clamp(min=1))[:, None]            # [N, 1]
+    return (_masked(d, m).sum(1) / m.sum(1).clamp(min=1))[:, None]      # [N, 1]
 
 
 def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None,
@@ -162,7 +168,8 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
 
         l_t = -min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A) + beta * KL_k3,t
     with ratio_t = exp(logp_t - old_logp_t), or with level "sequence" one ratio for all of a sequence's
-    tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that.
+    tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that; with
+    mask given, what padding holds (a log-prob of -inf, NaN) is read as 0, so it reaches no value and no gradient.
 
     loss_type picks the objective in place of the clipped surrogate (OBJECTIVES; params are its
     OBJECTIVE_PARAMS, by name; sg = no gradient through it):
@@ -173,6 +180,9 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
              (1 at w = 1), k, lam = vespo_k_pos, vespo_lambda_pos where A >= 0, else the _neg pair
     """
     logp, old_logp, ref_logp = _logps("per_token_loss", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
+    if mask is not None:   # padding's log-probs (-inf, NaN) become 0 before any of it: no NaN, in values or gradients
+        m = _mask("per_token_loss", mask, logp) != 0
+        logp, old_logp, ref_logp = (torch.where(m, x, 0.0) for x in (logp, old_logp, ref_logp))
     a = _advantages("per_token_loss", adv, logp)                       # [N, 1] or [N, T]
     eps_low, eps_high = (checks.number("per_token_loss", n, v, lo=0) for n, v in (("eps_low", eps_low),
                                                                                   ("eps_high", eps_high)))
@@ -258,16 +268,17 @@ def aggregate(per_token, mask, loss_type="grpo", max_len=None):
     if not isinstance(loss_type, str) or loss_type not in LOSS_TYPES:
         raise ValueError(f"aggregate: loss_type must be one of {LOSS_TYPES}, got {checks._short(loss_type)}")
     loss_type = AGGREGATES.get(loss_type, loss_type)
+    pm = _masked(per_token, m)                                          # padding's values never count
     if loss_type == "grpo":
-        return ((per_token * m).sum(1) / m.sum(1).clamp(min=1)).mean()
+        return (pm.sum(1) / m.sum(1).clamp(min=1)).mean()
     if loss_type == "dapo":
-        return (per_token * m).sum() / m.sum().clamp(min=1)
+        return pm.sum() / m.sum().clamp(min=1)
     if loss_type == "dr_grpo":
         if not max_len:
             raise ValueError("loss_type 'dr_grpo' needs max_len (a constant, e.g. max_new_tokens)")
         max_len = checks.number("aggregate", "max_len", max_len, lo=1, hi=2**31, integer=True)
-        return (per_token * m).sum() / (per_token.shape[0] * max_len)
-    return (per_token * m).sum(1).mean()                                # luspo
+        return pm.sum() / (per_token.shape[0] * max_len)
+    return pm.sum(1).mean()                                             # luspo
 
 
 def token_weights(mask, loss_type="grpo", max_len=None):
@@ -319,7 +330,8 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
         clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
     else:
         clipped = torch.zeros_like(ratio * a, dtype=torch.bool)
-    return {"clip_frac": ((clipped.float() * m).sum() / n).item(), "kl": ((kl_k3(logp, ref_logp) * m).sum() / n).item()}
+    return {"clip_frac": ((clipped.float() * m).sum() / n).item(),
+            "kl": (_masked(kl_k3(logp, ref_logp), m).sum() / n).item()}
 
 
 def high_entropy_mask(entropy, mask, frac):

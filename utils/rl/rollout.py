@@ -451,8 +451,12 @@ def importance_weights(log_ratio, mask, mode, lo=None, hi=None):
                          f"got {checks._short(mask)}")
     lo, hi = (None if v is None else checks.number("importance_weights", name, v, lo=0)
               for name, v in (("lo", lo), ("hi", hi)))
+    if lo is not None and hi is not None and lo > hi:
+        raise ValueError(f"importance_weights: lo={lo} must be <= hi={hi}: the weights are kept within [lo, hi]")
     m = mask.float()
-    lr = log_ratio * m
+    if torch.isnan(log_ratio[m != 0]).any():
+        raise ValueError("importance_weights: log_ratio holds NaN on the mask: a token with loss has no ratio")
+    lr = torch.where(m != 0, log_ratio * m, 0.0)   # padding's value (even -inf or NaN) never enters a sum
     r = torch.exp(lr.sum(1, keepdim=True)).expand_as(lr) if mode.startswith("sequence") else torch.exp(lr)  # [N, T]
     if mode.endswith("truncate"):
         r = r.clamp(min=lo, max=hi)

@@ -79,6 +79,9 @@ def _drift(where, drift):
             or len(drift["token"]) != len(drift["sequence"]) or not drift["token"]:
         raise ValueError(f"{where}: drift must be drift_of's dict (token and sequence log-ratios per k), got "
                          f"{checks._short(drift)}")
+    for key in ("token", "sequence"):   # a ratio of 0 or inf (a token one policy cannot write) has no mean
+        for k, xs in enumerate(drift[key]):
+            checks.array(where, f"drift[{key!r}][{k}]", xs, dims=1)
 
 
 def drift_summary(drift, eps_low=0.2, eps_high=0.2, is_max=3.0):

@@ -82,7 +82,9 @@ class Calculator:
                 "tool_cut_frac": sum(self.cut) / self.n_rows}
 
 
-_CALL = re.compile(r"\?([^?=]*)=([^ ]*) ", re.ASCII)  # a call and the calculator's reply (its space included)
+# a call and the calculator's reply (its space included). The expression holds no '?', '=' or space, as in
+# Calculator.__call__: a '=' after one of those gets no reply, so what follows it is the policy's own text
+_CALL = re.compile(r"\?([^?= ]*)=([^ ]*) ", re.ASCII)
 _ANSWER = re.compile(r">(-?[0-9]+)$", re.ASCII)
 MAX_CHARS = 400
 
@@ -90,7 +92,8 @@ MAX_CHARS = 400
 def parse_episode(text):
     """A calculator episode's parts: dict(calls: [(expr, reply), ...] in order, answer: the digits after the last
     '>' at the end or None), or None for a non-string or a text over MAX_CHARS characters. A call is CALL, the
-    expression, END and the reply up to its space; a call cut before its reply is not a call."""
+    expression, END and the reply up to its space; a call cut before its reply is not a call, and neither is one
+    the calculator does not answer (a space in the expression): every reply read here is one the calculator wrote."""
     if not isinstance(text, str) or len(text) > MAX_CHARS:
         return None
     m = _ANSWER.search(text)

@@ -3,8 +3,10 @@ it fails, so it goes behind the rules practitioners use for API verifiers (SOURC
 back, watch the cost):
 
 - identical requests are scored once (a cache keyed by the request's text: the problem and the completion);
-- a call that raises, returns the wrong number of scores or a non-finite score, or takes longer than timeout_s
+- a call that raises, returns the wrong number of scores or no finite score at all, or takes longer than timeout_s
   is a failure: its requests get the fallback's score (the rule verifier, say) or the stated default;
+- a request the judge answers with a score that is not a finite number (NaN: it could not judge that one) gets
+  the fallback's score, alone: its neighbours keep theirs, and the call is not a failure;
 - after max_failures failed calls in a row the circuit opens: the next `cooldown` calls go straight to the
   fallback without waiting on the judge, then one call tries the judge again;
 - stats() counts requests, cache hits, judge calls, failures, fallback scores and the seconds spent waiting.
@@ -22,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from utils import checks
-from utils.verifiers.signature import per_completion
+from utils.verifiers.signature import column as needs_column
+from utils.verifiers.signature import per_completion, truth
 
 STAT_KEYS = ("requests", "cache_hits", "judge_calls", "judged", "failures", "timeouts", "fallback_scores",
              "circuit_open_calls", "seconds")
@@ -35,8 +38,9 @@ class JudgeClient:
     shared signature, called with the same arguments for the requests the judge did not score (None: `default`
     for each). timeout_s: the most one judge call may take; max_failures, cooldown: the circuit breaker's
     thresholds (see the module docstring). cache=False sends every request, repeats included (to measure what
-    the cache saves). Never raises on what it is asked to score; a completion that is not text scores `default`
-    unasked."""
+    the cache saves). Never raises on what it is asked to score: a completion or a problem that is not text scores
+    `default` unasked. Called without the `problem` column at all, it raises a ValueError naming it: every
+    completion would otherwise get the default."""
 
     def __init__(self, score_fn, fallback=None, default=0.0, timeout_s=5.0, max_failures=3, cooldown=10,
                  cache=True, name="judge"):
@@ -74,6 +78,9 @@ class JudgeClient:
     def __call__(self, completions, answer=None, problem=None, **columns):
         """One score per completion. answer (the dataset's column) never reaches the judge: only the fallback,
         a rule verifier, reads it."""
+        if problem is None:
+            raise ValueError(f"{self.__name__}: no `problem` column: the judge reads each completion's problem; pass "
+                             f"the dataset's column (TRL passes every column by its name) or one problem for all")
         rows = per_completion(completions, problem)
         n = len(rows)
         self._stats["requests"] += n
@@ -91,28 +98,29 @@ class JudgeClient:
         if not todo:
             return out
         keys = list(todo)
-        scores = self._ask(keys)
-        if scores is None:                         # failed or skipped: the fallback scores these completions
-            idx = [i for k in keys for i in todo[k]]
-            self._stats["fallback_scores"] += len(idx)
-            if self.fallback is not None:   # the rule verifier: trusted, so a bad return is an error, named
-                texts = [rows[i][0] for i in idx]
-                cols = {k: _pick(v, idx, n) for k, v in dict(columns, problem=problem).items()}
-                answers = _pick(answer, idx, n) if answer is not None else [None] * len(idx)
-                for i, s in zip(idx, checks.reward_scores(self.fallback, "fallback", texts, answers, cols)):
-                    out[i] = float(s)
-            return out
+        scores = self._ask(keys) or [None] * len(keys)   # None: failed or skipped; a None score: that one unjudged
         for k, s in zip(keys, scores):
+            if s is None:
+                continue
             if self.use_cache:
                 self.cache[k] = s
             for i in todo[k]:
                 out[i] = s
-        self._stats["judged"] += len(keys)
-        self._stats["cache_hits"] += sum(map(len, todo.values())) - len(keys)   # repeats within this batch
+            self._stats["judged"] += 1
+            self._stats["cache_hits"] += len(todo[k]) - 1   # repeats within this batch
+        idx = [i for k, s in zip(keys, scores) if s is None for i in todo[k]]   # the fallback scores these
+        self._stats["fallback_scores"] += len(idx)
+        if idx and self.fallback is not None:   # the rule verifier: trusted, so a bad return is an error, named
+            texts = [rows[i][0] for i in idx]
+            cols = {k: _pick(v, idx, n) for k, v in dict(columns, problem=problem).items()}
+            answers = _pick(answer, idx, n) if answer is not None else [None] * len(idx)
+            for i, s in zip(idx, checks.reward_scores(self.fallback, "fallback", texts, answers, cols)):
+                out[i] = float(s)
         return out
 
     def _ask(self, keys):
-        """The judge's scores for the request keys, or None when the call failed or the circuit is open."""
+        """The judge's scores for the request keys (a float, or None for one it could not judge: not a finite
+        number), or None when the call failed or the circuit is open."""
         if self.skip > 0:
             self.skip -= 1
             self._stats["circuit_open_calls"] += 1
@@ -121,10 +129,9 @@ class JudgeClient:
         t = time.perf_counter()
         fut = self._pool.submit(self.score_fn, [k[0] for k in keys], [k[1] for k in keys])
         try:
-            got = fut.result(timeout=self.timeout_s)
-            scores = [float(s) for s in got]
-            if len(scores) != len(keys) or not all(math.isfinite(s) for s in scores):
-                raise ValueError("wrong number of scores, or a score that is not finite")
+            scores = [_finite(s) for s in fut.result(timeout=self.timeout_s)]
+            if len(scores) != len(keys) or all(s is None for s in scores):
+                raise ValueError("wrong number of scores, or not one finite score")
         except FutureTimeout:
             self._stats["timeouts"] += 1
             self._pool.shutdown(wait=False, cancel_futures=True)   # abandon the call: its thread ends when it does
@@ -143,6 +150,15 @@ class JudgeClient:
         if self.failed_in_a_row >= self.max_failures:
             self.skip, self.failed_in_a_row = self.cooldown, 0
         return None
+
+
+def _finite(score):
+    """A judge's score as a float, or None where it is not a finite number (NaN: it could not judge that one)."""
+    try:
+        score = float(score)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return score if math.isfinite(score) else None
 
 
 def _pick(col, idx, n):
@@ -176,8 +192,10 @@ def flaky(score_fn, p_fail=0.0, p_slow=0.0, slow_s=1.0, seed=0):
 def hybrid_reward(rule, judge, column="checkable"):
     """One reward from two: rule's score on the rows whose `column` is True (where a rule verifier applies), the
     judge's on the others, each asked only about its own rows (so a costly judge is asked about fewer). Both have
-    the shared signature; a row whose column is missing or not True goes to the judge. (In TRL the same split is
-    two reward functions, each returning None on the other's rows.)"""
+    the shared signature. True is a bool, a numpy bool or 1 (signature.truth); a row whose value is anything else
+    (False, 0, None) goes to the judge; a call without the column at all is a ValueError naming it (every row would
+    go to the judge unseen). (In TRL the same split is two reward functions, each returning None on the other's
+    rows.)"""
     where = "hybrid_reward"
     checks.function(where, "rule", rule)
     checks.function(where, "judge", judge)
@@ -185,11 +203,14 @@ def hybrid_reward(rule, judge, column="checkable"):
         raise ValueError(f"{where}: column must name a dataset column, got {checks._short(column)}")
 
     def hybrid(completions, answer=None, **columns):
-        rows = per_completion(completions, answer, columns.get(column))
+        rows = per_completion(completions, answer, needs_column(hybrid.__name__, column, columns.get(column),
+                                                                "which rows the rule verifier judges"))
         n = len(rows)
         out = [0.0] * n
-        for fn, mine in ((rule, [i for i, r in enumerate(rows) if r[2] is True]),
-                         (judge, [i for i, r in enumerate(rows) if r[2] is not True])):
+        ruled = [truth(r[2]) is True for r in rows]
+        if any(ruled):   # a rule verifier reads the answer: without the column, its rows would all score 0
+            needs_column(hybrid.__name__, "answer", answer, "each problem's answer, for the rule verifier's rows")
+        for fn, mine in ((rule, [i for i in range(n) if ruled[i]]), (judge, [i for i in range(n) if not ruled[i]])):
             if mine:
                 cols = {k: _pick(v, mine, n) for k, v in columns.items()}
                 ans = _pick(answer, mine, n) if answer is not None else None

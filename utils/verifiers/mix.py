@@ -5,10 +5,11 @@ float per completion; it never raises.
     arithmetic, multiply   arithmetic.strict_match (the answer alone, exactly)
     traces                 traces.judge's outcome (the answer after the last '>'; the steps are not read)
 
-A row whose task is not one of JUDGES' (None: the column is missing) scores 0.0.
+A row whose task is not one of JUDGES' scores 0.0; a call without the column `task` or `answer` at all is a
+ValueError naming it.
 """
 from utils.verifiers import arithmetic, traces
-from utils.verifiers.signature import per_completion
+from utils.verifiers.signature import column, per_completion
 
 JUDGES = {"arithmetic": lambda text, answer, a, b: arithmetic.strict_match(text, answer),
           "multiply": lambda text, answer, a, b: arithmetic.strict_match(text, answer),
@@ -17,6 +18,8 @@ JUDGES = {"arithmetic": lambda text, answer, a, b: arithmetic.strict_match(text,
 
 def task_reward(completions, answer=None, task=None, a=None, b=None, **kwargs):
     """1.0 iff the completion is right by its own task's verifier (JUDGES), else 0.0."""
+    column("task_reward", "task", task, "which task's verifier judges each completion")
+    column("task_reward", "answer", answer, "each problem's answer")
     out = []
     for text, ans, t, x, y in per_completion(completions, answer, task, a, b):
         judge = JUDGES.get(t) if isinstance(t, str) else None

@@ -30,7 +30,7 @@ import warnings
 
 from utils import checks
 from utils.tasks.programs import HIDDEN, SHOWN, canonical_value, program
-from utils.verifiers.signature import Shared, per_completion
+from utils.verifiers.signature import Shared, column, per_completion
 
 CHECKERS = ("naive, shown", "harness, shown", "harness, hidden", "layered")
 MAX_BODY_CHARS = 200            # longer bodies are not run: 0 (the task's bodies are under 20 characters)
@@ -127,16 +127,23 @@ class ProgramChecker:
 
     def __call__(self, completions, answer=None, shown=None, tests=None, **kwargs):
         """One score per completion. Where a row has no `shown` or `tests`, they are read off its `answer` (the
-        task's canonical body), so that a held-out evaluation that passes only answers can use the checker."""
+        task's canonical body), so that a held-out evaluation that passes only answers can use the checker. A test
+        list may be JSON text (a dataset column stored so). Without the checker's test column (`shown` for the
+        shown checkers, `tests` for the others) and `answer` both, a ValueError naming the test column."""
         from utils.verifiers.code import code_reward, naive_code_reward
 
         t0 = time.perf_counter()
-        rows = per_completion(completions, answer, *(Shared(c) if _is_tests(c) else c for c in (shown, tests)))
+        own = "shown" if self.checker.endswith("shown") else "tests"
+        if answer is None:
+            column(self.__name__, own, shown if own == "shown" else tests, "the tests a body must pass (or `answer`, "
+                   "the canonical body they are read off)")
+        rows = per_completion(completions, answer, *(Shared(_tests(c)) if _tests(c) else c for c in (shown, tests)))
         out, todo = [0.0] * len(rows), {}
         for i, (text, ans, sh, hid) in enumerate(rows):
             body = text.strip() if isinstance(text, str) else None
-            cases = sh if self.checker.endswith("shown") else hid
-            if cases is None and isinstance(ans, str):
+            given = sh if own == "shown" else hid
+            cases = _tests(given)
+            if given is None and isinstance(ans, str):   # no tests in this row: read off its answer
                 cases = _cases(ans, SHOWN if self.checker.endswith("shown") else HIDDEN)
             if body is None or not isinstance(cases, list) or len(body) > MAX_BODY_CHARS:
                 continue
@@ -170,9 +177,16 @@ class ProgramChecker:
         return self.partial + (1 - self.partial) * passed if self.checker == "layered" else passed
 
 
-def _is_tests(x):
-    """True for one test list meant for every completion ([{"input": [0], "output": 5}, ...]), not a column."""
-    return isinstance(x, list) and bool(x) and all(isinstance(t, dict) and "input" in t for t in x)
+def _tests(x):
+    """x as one test list ([{"input": [0], "output": 5}, ...]) where it is one, or JSON text of one (a column stored as
+    text); else None (a column of them, or anything else)."""
+    if isinstance(x, str):
+        try:
+            x = json.loads(x)
+        except (ValueError, RecursionError):
+            return None
+    ok = isinstance(x, list) and bool(x) and all(isinstance(t, dict) and "input" in t for t in x)
+    return x if ok else None
 
 
 def _cases(answer, xs):

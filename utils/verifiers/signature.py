@@ -10,6 +10,8 @@ raises: anything it cannot judge scores 0.0. `per_completion` is the one adapter
 arguments into rows, `reward_from_match` wraps a per-text check into the signature, and
 `verifier_report` measures a verifier against a labelled adversarial suite.
 """
+import numbers
+
 from utils import checks
 
 
@@ -56,6 +58,25 @@ def per_completion(completions, *columns):
             spread.append([col] * n)
     return [(completion_text(c), *vals) for c, *vals in zip(comps, *spread)] if spread else \
         [(completion_text(c),) for c in comps]
+
+
+def column(where, name, value, what):
+    """value, or a ValueError naming the dataset column `name` when it is missing (None: the dataset has no such
+    column, so TRL passes none): a reward that needs it would otherwise give every completion the same score and
+    say nothing. what: what the reward reads it for."""
+    if value is None:
+        raise ValueError(f"{where}: no `{name}` column: it reads {what}; give the dataset that column (TRL passes "
+                         f"every column by its name) or pass it yourself")
+    return value
+
+
+def truth(value):
+    """A dataset column's truth value: True or False for a bool, a numpy bool or the integers 1 and 0 (as a table
+    stores a flag); None for anything else (a missing entry, a string), which no reward takes for True or False."""
+    numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+    if isinstance(value, bool) or numpy_bool or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    return None
 
 
 def _sequence(col):

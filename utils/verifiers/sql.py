@@ -14,9 +14,10 @@ handler never fires while a statement is prepared (a chain of inlined CTEs took 
 or inside one function call, and sorts spill to temp files. So every query, the weak check's and the
 reference's too, runs in a separate worker process (sql_worker.py) behind the strongest wall of
 isolation.py, capped at MEM_MB of memory and no file writes, the database opened read-only with
-SQLite's authorizer allowing reads only, and text, rows and result size capped. The parent waits
-timeout_s + MARGIN_S for a reply, then kills the worker's process group and starts a fresh one on
-the next call. The worker is reused across calls (~0.5 ms a judgment), one per database file.
+SQLite's authorizer allowing reads only, and text, rows and result size capped (its length and its number
+of values, so that decoding it is bounded too). The parent waits timeout_s + MARGIN_S for a reply, then kills
+the worker's process group and starts a fresh one on the next call: a call ends within timeout_s + 0.5 s,
+decoding included. The worker is reused across calls (~0.5 ms a judgment), one per database file.
 Where the wall's user cannot read the database (root drops the worker to nobody; the file in a private
 folder), the worker gets a copy, in tempfile.gettempdir()/rlvr_sql_<pid>_<random>/ and nowhere else: a
 reaper process removes that folder when the process that made it ends, SIGKILL included (_copies_folder).
@@ -48,8 +49,12 @@ DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
 SUITE_PATH = os.path.join(DATA_DIR, "sql", "adversarial.jsonl")
 MAX_SQL_CHARS = 10_000          # longer candidates are rejected unread
 MAX_VALUE_BYTES = 10_000        # longest string or blob a query may build (SQLITE_LIMIT_LENGTH)
-MAX_RESULT_CHARS = 4_000_000    # a result's length as sent back (sql_worker.json_size: every value counted)
-MAX_REPLY_BYTES = 2 * MAX_RESULT_CHARS + (1 << 20)  # a longer reply is garbage: the worker is replaced
+# a result's size as sent back: its length (sql_worker.json_size: every value counted) and its number of values.
+# Decoding is part of a call and comes after the reply's deadline, so these bound it: the worst reply (50,000
+# values; 1 MB of text) decodes in well under the MARGIN_S the cap leaves (tests/test_sql_verifier.py measures it)
+MAX_RESULT_CHARS = 1_000_000
+MAX_RESULT_VALUES = 50_000
+MAX_REPLY_BYTES = 2 * MAX_RESULT_CHARS + 64   # a longer reply, or one with more values, is garbage: worker replaced
 MARGIN_S = 0.25                 # the parent waits timeout_s + this for a reply, then kills the worker
 MAX_WORKERS = 4                 # live workers (one per database file, one for compiling)
 _WORKER_SOURCE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql_worker.py"),
@@ -149,7 +154,8 @@ class _Worker:
             inside = "/db/" + os.path.basename(db)
             binds = [(db, inside)]
         conf = dict(db=inside, schema=SCHEMA, rlimits=bool(cfg["rlimits"]), max_sql_chars=MAX_SQL_CHARS,
-                    max_value_bytes=MAX_VALUE_BYTES, max_result_chars=MAX_RESULT_CHARS)
+                    max_value_bytes=MAX_VALUE_BYTES, max_result_chars=MAX_RESULT_CHARS,
+                    max_result_values=MAX_RESULT_VALUES)
         self.owner = os.getpid()  # a forked child must not share this process's pipes
         try:
             with launch(cfg, cfg["python"], binds) as (prefix, fds, _):
@@ -179,7 +185,8 @@ class _Worker:
     def ask(self, line, deadline):
         """Send one request line and wait for its one-line reply, both until `deadline` (time.monotonic()).
         Returns the reply, or raises TimeoutError, EOFError (the worker died) or ValueError (garbage, or a
-        reply longer than MAX_REPLY_BYTES: decoding it is bounded too)."""
+        reply longer than MAX_REPLY_BYTES or with more separators than MAX_RESULT_VALUES values need: what
+        decoding it costs is bounded as it is read)."""
         out = self.proc.stdin.fileno()
         os.set_blocking(out, False)
         while line:  # a worker that stopped reading cannot hold us past the deadline
@@ -187,7 +194,7 @@ class _Worker:
             if left <= 0 or not self.writable.poll(1000 * left):
                 raise TimeoutError
             line = line[os.write(out, line):]
-        fd, chunks, size = self.proc.stdout.fileno(), [], 0
+        fd, chunks, size, commas = self.proc.stdout.fileno(), [], 0, 0
         while not chunks or not chunks[-1].endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0 or not self.replies.poll(1000 * left):
@@ -196,8 +203,8 @@ class _Worker:
             if not chunk:
                 raise EOFError
             chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_REPLY_BYTES:
+            size, commas = size + len(chunk), commas + chunk.count(b",")  # a comma after each value, each row
+            if size > MAX_REPLY_BYTES or commas > 2 * MAX_RESULT_VALUES + 16:
                 raise ValueError("reply too long")
         reply = json.loads(b"".join(chunks), object_hook=_decode)
         if not isinstance(reply, dict):
@@ -319,16 +326,16 @@ def _ask(db, request, timeout_s):
             try:
                 worker = _WORKERS[key] = _spawn(db)
             except Exception as e:  # no interpreter, a wall that does not start, ...
-                return {"err": f"worker did not start ({type(e).__name__}: {e})"}
+                return {"err": f"worker did not start ({type(e).__name__}: {e})", "transient": True}
         try:
             reply = worker.ask(line, deadline)
         except TimeoutError:
-            reply = {"err": "timed out", "retire": True}
+            reply = {"err": "timed out", "retire": True, "transient": True}
         except (OSError, EOFError):  # a broken pipe: it died (or did not start: bwrap's complaint)
             time.sleep(0.01)  # let it finish dying
-            reply = {"err": "worker died" + worker.why_dead(), "retire": True}
+            reply = {"err": "worker died" + worker.why_dead(), "retire": True, "transient": True}
         except Exception as e:  # garbage on its stdout
-            reply = {"err": f"worker sent garbage ({type(e).__name__})", "retire": True}
+            reply = {"err": f"worker sent garbage ({type(e).__name__})", "retire": True, "transient": True}
         if reply.get("retire") and _WORKERS.get(key) is worker:
             _WORKERS.pop(key).kill()
         return reply
@@ -373,26 +380,33 @@ _NO_DB = object()
 
 def run_readonly(sql, db_path=DB_PATH, timeout_s=2.0, max_rows=10_000):
     """Run one untrusted query on `db_path`, in the worker, without any way to change it.
-    Returns (rows, None) or (None, error message) within timeout_s + MARGIN_S; never raises on the query (a
-    missing database file is an error message too). A bad db_path, timeout_s or max_rows is the caller's: a
-    ValueError naming it."""
+    Returns (rows, None) or (None, error message) within timeout_s + 0.5 s, decoding included; never raises on
+    the query (a missing database file is an error message too). A query stopped at timeout_s says "timed out".
+    A bad db_path, timeout_s or max_rows is the caller's: a ValueError naming it."""
     db_path, timeout_s = _options("run_readonly", db_path, timeout_s)
     max_rows = checks.number("run_readonly", "max_rows", max_rows, lo=0, integer=True)
+    return _query(sql, db_path, timeout_s, max_rows)[:2]
+
+
+def _query(sql, db_path, timeout_s, max_rows=10_000):
+    """run_readonly's work on checked options: (rows, None, False) or (None, error message, transient), transient
+    True when the error says nothing about the query (it timed out; the worker died, did not start or sent
+    garbage; memory ran out), so that another try may answer."""
     if not isinstance(sql, str):
-        return None, "not a string"
+        return None, "not a string", False
     if len(sql) > MAX_SQL_CHARS:
-        return None, f"longer than {MAX_SQL_CHARS} characters"
+        return None, f"longer than {MAX_SQL_CHARS} characters", False
     try:
         db = os.path.realpath(db_path)
         if not os.path.isfile(db):  # not even bound: a read-only open must not create it
-            return None, f"no database file at {db}"
+            return None, f"no database file at {db}", True
         reply = _ask(db, {"op": "run", "sql": sql, "timeout": float(timeout_s), "max_rows": int(max_rows)},
                      float(timeout_s))
         if "rows" in reply:
-            return [tuple(row) for row in reply["rows"]], None
-        return None, str(reply.get("err", "no rows"))
+            return [tuple(row) for row in reply["rows"]], None, False
+        return None, str(reply.get("err", "no rows")), bool(reply.get("transient"))
     except Exception as e:  # a bad path or timeout, a malformed reply, ...
-        return None, f"{type(e).__name__}: {e}"
+        return None, f"{type(e).__name__}: {e}", True
 
 
 def sql_compiles(text, timeout_s=2.0):
@@ -409,13 +423,17 @@ def sql_compiles(text, timeout_s=2.0):
         return 0.0
 
 
+REFERENCE_TIMEOUT_S = 10.0   # a reference query's time (trusted, run once per database version)
+
+
 @functools.lru_cache(maxsize=1024)
 def _reference_rows(reference_sql, db_path, stamp):
-    """The reference query's rows as a Counter (a multiset), or None if it does not run. Cached per database
-    version (stamp: its file's mtime and size, so a changed database is asked again). A worker that died or did
-    not start, and a reference that timed out, are not the reference's answer: raised, so never cached."""
-    rows, err = run_readonly(reference_sql, db_path, timeout_s=10.0)
-    if rows is None and (err.startswith("worker") or "timed out" in err):
+    """The reference query's rows as a Counter (a multiset), or None if the query itself fails (an error in it,
+    too many rows). Cached per database version (stamp: its file's mtime and size, so a changed database is asked
+    again). Only what was computed is cached: a reference stopped at its deadline (the parent's or the worker's
+    own), or a worker that died, did not start or ran out of memory, raises, so the next call asks again."""
+    rows, err, transient = _query(reference_sql, db_path, REFERENCE_TIMEOUT_S)
+    if rows is None and transient:
         raise RuntimeError(err)
     return None if rows is None else Counter(rows)
 
@@ -430,7 +448,7 @@ def sql_execution_match(text, reference_sql, db_path=DB_PATH, timeout_s=2.0):
         return 0.0
     if want is None:
         return 0.0
-    rows, _ = run_readonly(text, db_path, timeout_s)
+    rows = _query(text, db_path, timeout_s)[0]
     return 1.0 if rows is not None and Counter(rows) == want else 0.0
 
 

@@ -7,11 +7,15 @@ kills the whole process at its wall clock.
 
 Started as `python -I -S -c <this source> <config JSON>` behind the wall of isolation.py, so it
 imports nothing from the repo (stdlib only). Config: db (the path it sees, or null), schema,
-rlimits, max_sql_chars, max_value_bytes, max_result_chars (the reply's length, every value counted).
+rlimits, max_sql_chars, max_value_bytes, max_result_chars (the reply's length, every value counted),
+max_result_values (how many values a result may hold: what decoding it costs the parent, whose deadline
+covers decoding too).
 Protocol, one JSON object a line:
   {"op": "run", "sql", "timeout", "max_rows"} -> {"rows": [[value, ...], ...]} or {"err": message}
   {"op": "compile", "sql"}                     -> {"score": 1.0 or 0.0}
-bytes are sent as {"b": hex}; a reply carries "retire": true when the worker wants replacing.
+bytes are sent as {"b": hex}; a reply carries "retire": true when the worker wants replacing, and "transient":
+true with an error that says nothing about the query itself (it ran past its deadline, or out of memory): a
+reference query's answer is not that.
 """
 import json
 import signal
@@ -58,25 +62,29 @@ def run(req, cfg):
     if not isinstance(sql, str) or len(sql) > cfg["max_sql_chars"]:
         return {"err": "not a string, or too long"}
     conn = sqlite3.connect("file:" + cfg["db"] + "?mode=ro", uri=True, isolation_level=None)
+    deadline = time.monotonic() + req["timeout"]
     try:
         conn.execute("PRAGMA query_only = ON")  # before the authorizer, which refuses PRAGMA
         conn.execute("PRAGMA temp_store = MEMORY")  # temp tables stay in capped memory
         conn.set_authorizer(reads_only(sqlite3.SQLITE_DENY))
         set_limits(conn, cfg)
-        deadline = time.monotonic() + req["timeout"]
         conn.set_progress_handler(lambda: time.monotonic() > deadline, 1000)  # True = abort
         cur = conn.execute(sql)  # one statement only: sqlite3 raises on a second one
         if cur.description is None:  # "", a comment, or a statement that returns no columns
             return {"err": "not a query"}
-        rows, size = [], 0
+        rows, size, values = [], 0, 0
         for row in cur:
             if len(rows) == max_rows:
                 return {"err": f"too many rows (more than {max_rows})"}
-            size += json_size(row)
-            if size > cfg["max_result_chars"]:
+            size, values = size + json_size(row), values + len(row)
+            if size > cfg["max_result_chars"] or values > cfg["max_result_values"]:
                 return {"err": "result too large"}
             rows.append(row)
         return {"rows": rows}
+    except sqlite3.OperationalError as e:
+        if str(e) == "interrupted" and time.monotonic() > deadline:  # our progress handler: the deadline
+            return {"err": "timed out (interrupted at its deadline)", "transient": True}
+        raise
     finally:
         conn.close()
 
@@ -132,15 +140,18 @@ def main():
         try:
             req = json.loads(line)
             reply = (run if req["op"] == "run" else compile_only)(req, cfg)
-        except Exception as e:  # sqlite3 errors, "interrupted" at the deadline, out of memory, ...
-            reply = {"err": f"{type(e).__name__}: {str(e) or 'over a memory limit'}"}
+        except Exception as e:  # sqlite3 errors, out of memory, ...
+            reply = {"err": f"{type(e).__name__}: {str(e) or 'over a memory limit'}",
+                     "transient": isinstance(e, MemoryError) or "out of memory" in str(e)}
         if resource is not None:
             used = resource.getrusage(resource.RUSAGE_SELF)
             reply["retire"] = used.ru_utime + used.ru_stime > CPU_S / 2
         try:
             out = json.dumps(reply, default=encode)
+            if len(out) > 2 * cfg["max_result_chars"]:  # escapes (\u00e9) made it longer than json_size counted
+                out = json.dumps({"err": "result too large", "retire": reply.get("retire", False)})
         except Exception as e:  # MemoryError on a huge result, ...
-            out = json.dumps({"err": f"{type(e).__name__}: {e}"})
+            out = json.dumps({"err": f"{type(e).__name__}: {e}", "transient": True})
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
 

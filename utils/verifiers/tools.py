@@ -13,7 +13,8 @@ from utils.verifiers.signature import per_completion
 
 def tool_echo_reward(completions, answer=None, **kwargs):
     """1.0 iff the completion made a call, its last reply is a number, and the answer after '>' equals it; the
-    problem's answer is not read."""
+    problem's answer is not read. Only what the calculator wrote is a reply (parse_episode): digits the policy
+    wrote after a call the calculator refused to answer ('?478 +356=834 >834') are not."""
     out = []
     for text, in per_completion(completions):
         ep = parse_episode(text)

@@ -1,7 +1,9 @@
 """Verifiers for the scratchpad task's traces (utils/tasks/scratchpad.py; Lab 06), from the outcome
 alone to the whole trace. All share TRL's signature (signature.py): reward(completions, **columns)
--> one float per completion, reading the dataset columns `answer`, `a` and `b`; none raises:
-anything that is not a readable trace scores 0.0.
+-> one float per completion, reading the dataset columns `answer`, `a` and `b`; none raises on what
+it judges: anything that is not a readable trace scores 0.0. A column a reward reads that the call
+lacks altogether (the operands, for a reward that judges steps) is a ValueError naming it. An answer
+is a number however the column holds it (834, 834.0, "834", numpy's 834).
 
     outcome    1.0 iff the answer after the last '>' is right; the steps are not read
     format     1.0 iff the whole completion parses: steps "x+y+c=s" then ">answer"
@@ -20,7 +22,8 @@ import math
 import re
 
 from utils.tasks.scratchpad import answer_from_steps, steps_for
-from utils.verifiers.signature import per_completion
+from utils.verifiers.arithmetic import _target
+from utils.verifiers.signature import column, per_completion
 
 MAX_CHARS = 400  # the longest right trace in the splits is about 60 characters; longer is rejected unread
 _STEP = re.compile(r"([0-9])\+([0-9])\+([0-9])=(1[0-9]|[0-9])", re.ASCII)
@@ -53,11 +56,21 @@ def parse(text):
 
 
 def _ints(a, b):
-    try:
-        a, b = int(a), int(b)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
-        return None
-    return (a, b) if a >= 0 and b >= 0 else None
+    """(a, b) as ints (an int, a numpy int, a float that holds one, a str that spells one), or None where either is
+    not a whole number >= 0 (478.5 is not 478)."""
+    a, b = _target(a), _target(b)
+    return (a, b) if a is not None and b is not None and a >= 0 and b >= 0 else None
+
+
+def _needs(where, needs, answer, a, b):
+    """A ValueError naming the column a reward reads and was not given (None: the dataset has no such column):
+    needs "ab" for the operands a and b (the steps are judged against them), "answer" for the answer or both
+    operands (the answer is their sum)."""
+    if needs == "ab" or (needs == "answer" and answer is None and (a is None) != (b is None)):
+        column(where, "a" if a is None else "b", None if a is None or b is None else a,
+               "the problem's operands, which the steps are judged against")
+    elif needs == "answer" and answer is None and a is None:
+        column(where, "answer", None, "the problem's answer (or both operands a and b, whose sum it is)")
 
 
 def judge(text, a, b, answer=None):
@@ -65,7 +78,8 @@ def judge(text, a, b, answer=None):
     one value per criterion). per_step: for each written step, dict(text, parses, arithmetic, right)."""
     t, ab = parse(text), _ints(a, b)
     expected = steps_for(*ab) if ab else []
-    answer = str(answer) if answer is not None else (str(sum(ab)) if ab else None)
+    want = _target(answer) if answer is not None else (sum(ab) if ab else None)
+    answer = None if want is None else str(want)   # 834, 834.0, "834" and numpy's 834 are one answer
     steps = t["steps"] if t else []
     tokens = text.strip(" \n").split(" ")[:len(steps)] if t else []
     per_step = [dict(text=tok, parses=s is not None, arithmetic=s is not None and s[0] + s[1] + s[2] == s[3],
@@ -145,6 +159,7 @@ def valid_steps_reward(completions, answer=None, a=None, b=None, **kwargs):
     """The share of a completion's step verdicts that are valid (step_verdicts: each step as arithmetic for its
     column, then whether the answer is what the steps spell); 0.0 for nothing readable. One number per completion,
     for the record; a per-step run trains on the verdicts themselves (utils/rl/rollout.py, StepRollout)."""
+    _needs("valid_steps_reward", "ab", answer, a, b)
     out = []
     for text, _, x, y in per_completion(completions, answer, a, b):
         try:
@@ -155,8 +170,10 @@ def valid_steps_reward(completions, answer=None, a=None, b=None, **kwargs):
     return out
 
 
-def _judged(completions, answer, a, b, score):
-    """score(judge(...)) for each completion, as floats; 0.0 for whatever cannot be judged (never raises)."""
+def _judged(completions, answer, a, b, score, where, needs):
+    """score(judge(...)) for each completion, as floats; 0.0 for whatever cannot be judged (never raises on what it
+    judges). where, needs: the reward's name and the columns it reads (_needs), a ValueError naming one not given."""
+    _needs(where, needs, answer, a, b)
     out = []
     for text, ans, x, y in per_completion(completions, answer, a, b):
         try:
@@ -166,40 +183,42 @@ def _judged(completions, answer, a, b, score):
     return out
 
 
-def _score(key, completions, answer, a, b):
-    return _judged(completions, answer, a, b, lambda j: j[key])
+def _score(key, completions, answer, a, b, where):
+    needs = {"outcome": "answer", "well_formed": "", "arithmetic": ""}.get(key, "ab")
+    return _judged(completions, answer, a, b, lambda j: j[key], where, needs)
 
 
 def outcome_reward(completions, answer=None, a=None, b=None, **kwargs):
-    """1.0 iff the digits after the last '>' equal `answer` (the steps are not read)."""
-    return _score("outcome", completions, answer, a, b)
+    """1.0 iff the digits after the last '>' equal `answer` (the steps are not read; without an answer column, the
+    sum of a and b)."""
+    return _score("outcome", completions, answer, a, b, "outcome_reward")
 
 
 def format_reward(completions, answer=None, a=None, b=None, **kwargs):
     """1.0 iff the completion parses: steps "x+y+c=s", then ">answer", nothing else (not its values)."""
-    return _score("well_formed", completions, answer, a, b)
+    return _score("well_formed", completions, answer, a, b, "format_reward")
 
 
 def arithmetic_reward(completions, answer=None, a=None, b=None, **kwargs):
     """The share of written steps whose sum is true, whatever digits they add (0.0 without steps)."""
-    return _score("arithmetic", completions, answer, a, b)
+    return _score("arithmetic", completions, answer, a, b, "arithmetic_reward")
 
 
 def process_reward(completions, answer=None, a=None, b=None, all_or_nothing=False, **kwargs):
     """Right steps in the right place / max(steps written, steps needed); all_or_nothing=True: 1.0 iff the
     steps are exactly the right ones."""
-    return _score("steps_exact" if all_or_nothing else "process", completions, answer, a, b)
+    return _score("steps_exact" if all_or_nothing else "process", completions, answer, a, b, "process_reward")
 
 
 def process_strict_reward(completions, answer=None, a=None, b=None, **kwargs):
     """process_reward with all_or_nothing=True, as its own reward function (TRL passes no options)."""
-    return _score("steps_exact", completions, answer, a, b)
+    return _score("steps_exact", completions, answer, a, b, "process_strict_reward")
 
 
 def trace_reward(completions, answer=None, a=None, b=None, **kwargs):
     """1.0 iff the answer is right and the steps are exactly the right ones (CoT-pass, arXiv 2506.14245)."""
-    outcome = _score("outcome", completions, answer, a, b)
-    steps = _score("steps_exact", completions, answer, a, b)
+    outcome = _score("outcome", completions, answer, a, b, "trace_reward")
+    steps = _score("steps_exact", completions, answer, a, b, "trace_reward")
     return [o * s for o, s in zip(outcome, steps)]
 
 
@@ -226,7 +245,8 @@ def shaped_reward(**weights):
 
     def shaped(completions, answer=None, a=None, b=None, **kwargs):
         return _judged(completions, answer, a, b, lambda j: w["outcome"] * j["outcome"] + w["process"] * j["process"]
-                       + w["format"] * j["well_formed"] - w["extra_step_penalty"] * j["extra_steps"])
+                       + w["format"] * j["well_formed"] - w["extra_step_penalty"] * j["extra_steps"],
+                       "shaped_reward", "ab" if w["process"] or w["extra_step_penalty"] else "answer")
 
     shaped.__name__ = "shaped_reward"
     shaped.weights = w
@@ -243,7 +263,7 @@ def length_biased_reward(per_step=0.1):
 
     def length_biased(completions, answer=None, a=None, b=None, **kwargs):
         return _judged(completions, answer, a, b, lambda j: j["outcome"] + per_step * (
-            sum(s is not None for s in j["parsed"]["steps"]) if j["parsed"] else 0))
+            sum(s is not None for s in j["parsed"]["steps"]) if j["parsed"] else 0), "length_biased_reward", "answer")
 
     length_biased.__name__ = "length_biased_reward"
     length_biased.per_step = per_step
@@ -268,9 +288,12 @@ def rubric(criteria=tuple(RUBRIC)):
     if bad or not criteria:
         raise ValueError(f"criteria must be a non-empty list of {list(RUBRIC)}; unknown: {bad}")
 
+    needs = "ab" if "one_step_per_column" in criteria else "answer" if "outcome" in criteria else ""
+
     def rubric_reward(completions, answer=None, a=None, b=None, **kwargs):
         return _judged(completions, answer, a, b, lambda j: sum(
-            j[c] == 1.0 if c == "arithmetic" else bool(j[c]) for c in criteria) / len(criteria))
+            j[c] == 1.0 if c == "arithmetic" else bool(j[c]) for c in criteria) / len(criteria), "rubric_reward",
+            needs)
 
     rubric_reward.criteria = criteria
     return rubric_reward
