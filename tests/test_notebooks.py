@@ -100,8 +100,16 @@ def test_title_badge_goals_time_summary_and_self_check(path):
     assert "**Why it matters.**" in head and "**You will be able to**" in head and "**Time:**" in head
     # the figures without running: the solution stores every output (tools/make_labs.py --execute)
     assert f"](https://github.com/rlvr-labs/rlvr-labs/blob/main/solutions/{name})" in head
-    lab = name[:2]   # the end: the summary, then the self-check (utils/notebook/selfcheck.py)
+    # the glossary absolute too, so that it opens from Colab and GitHub's viewer (a relative link resolves there
+    # against the viewer, not the repository); no other relative link either
+    assert "](https://github.com/rlvr-labs/rlvr-labs/blob/main/docs/GLOSSARY.md)" in head
+    assert not [i for i, c in enumerate(cells) if c.cell_type == "markdown" and "](../" in c.source]
+    lab = name[:2]
+    if int(lab) >= 6:   # from Lab 06 on, each lab says which earlier labs it builds on
+        assert "Prerequisites:" in head
+    # the end: the summary with its questions, then the self-check (utils/notebook/selfcheck.py)
     assert cells[-3].cell_type == "markdown" and cells[-3].source.startswith("## Summary")
+    assert "**Questions to think about**" in cells[-3].source
     assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## Check yourself")
     assert cells[-1].cell_type == "code" and f'self_check("{lab}")' in cells[-1].source
     # every "What to notice" follows something that ran
