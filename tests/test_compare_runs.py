@@ -23,6 +23,21 @@ def test_diff_finds_one_ulp_and_ignores_wall_clock():
     assert "keys" in cr.diff({"a": 1}, {"a": 1, "b": 2}) and "lengths" in cr.diff([1], [1, 2])
 
 
+def test_every_clock_reading_and_a_launched_runs_temporary_folder_are_skipped():
+    import json
+    import tempfile
+
+    tmp = tempfile.gettempdir()
+    a = {"history": [{"loss": 0.5, "sample_seconds": 1.0, "completions_per_second": 9.0}],
+         "files": {"result.json": json.dumps({"args": {"out": f"{tmp}/a1", "lr": 0.1}, "train_seconds": 2}).encode()}}
+    b = {"history": [{"loss": 0.5, "sample_seconds": 3.0, "completions_per_second": 1.0}],
+         "files": {"result.json": json.dumps({"args": {"out": f"{tmp}/b2", "lr": 0.1}, "train_seconds": 5}).encode()}}
+    assert cr.diff(a, b) is None
+    b["files"]["result.json"] = json.dumps({"args": {"out": f"{tmp}/b2", "lr": 0.2}, "train_seconds": 5}).encode()
+    assert "lr" in cr.diff(a, b)                                         # the JSON's results are compared
+    assert "out" in cr.diff({"out": "/work/runs/a"}, {"out": "/work/runs/b"})   # a folder of one's own is a result
+
+
 def _save(path, loss, mtime_ns):
     torch.save({"value": {"history": [{"loss": loss}]}, "rng": None}, path)
     os.utime(path, ns=(mtime_ns, mtime_ns))  # the order of writing, set: not left to the filesystem's clock

@@ -8,22 +8,34 @@ Each folder is a run cache (tests/run_cache.py) filled by one session that ran t
 one file per training run (train_grpo, train_with_trl: the final weights and the history) and per evaluation's
 samples (sample_in_batches), with the random states each call left. The keys differ between commits (they
 hold the library's source), so the files are paired in the order they were written. Every tensor must be
-equal bit for bit and every other value equal, except the wall-clock fields of a history (seconds,
-train_seconds). A run with a time limit (max_seconds) is never cached, so it is not compared. Calls are
-paired by what they were (a run's steps and keys, the samples' shapes), so a call one session lacks (a cell
-that timed out there) shows as unpaired rather than shifting every pair after it. Exit status 1 on any
-difference, and on an unpaired call unless --allow-unpaired (which lists them).
+equal bit for bit and every other value equal, except wall-clock readings (seconds, every *_seconds,
+completions_per_second) and a launched run's temporary output folder (its result files are compared as JSON). A
+run with a time limit (max_seconds) is never cached, so it is not compared. Calls are paired by what they were
+(a run's steps and keys, the samples' shapes), so a call one session lacks (a cell that timed out there) shows
+as unpaired rather than shifting every pair after it. Exit status 1 on any difference, and on an unpaired call
+unless --allow-unpaired (which lists them).
 """
 import dataclasses
 import math
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the pickled values hold utils' classes
-CLOCK = {"seconds", "train_seconds"}
+CLOCK = {"seconds", "completions_per_second"}  # and every *_seconds: wall-clock readings, not results
+SCRATCH = {"out"}  # a launched run's output folder: a new temporary folder each session
+
+
+def _skipped(key, a, b):
+    """A wall-clock reading, or the temporary folder a launched run wrote to."""
+    key = str(key)
+    if key in CLOCK or key.endswith("_seconds"):
+        return True
+    tmp = tempfile.gettempdir()
+    return key in SCRATCH and all(isinstance(x, str) and x.startswith(tmp) for x in (a, b))
 
 
 def diff(a, b, where="value"):
@@ -43,7 +55,7 @@ def diff(a, b, where="value"):
         keys = set(a) | set(b)
         if set(a) != set(b):
             return f"{where}: keys {sorted(map(str, set(a) ^ set(b)))} in one only"
-        return next((d for k in sorted(keys, key=str) if k not in CLOCK
+        return next((d for k in sorted(keys, key=str) if not _skipped(k, a[k], b[k])
                      if (d := diff(a[k], b[k], f"{where}[{k!r}]"))), None)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
@@ -51,7 +63,16 @@ def diff(a, b, where="value"):
         return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := diff(x, y, f"{where}[{i}]"))), None)
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return None
+    if isinstance(a, bytes) and isinstance(b, bytes) and where.endswith(".json']"):  # a launched run's result file
+        return diff(_json(a), _json(b), where)
     return None if a == b else f"{where}: {a!r} vs {b!r}"
+
+
+def _json(raw):
+    """A launched run's JSON file as a value to compare (diff skips its clock readings and temporary folder)."""
+    import json
+
+    return json.loads(raw)
 
 
 def entries(folder):
