@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from utils import DATA_DIR, ROOT
-from utils.verifiers import isolation, seccomp
+from utils.verifiers import cgroups, isolation, seccomp
 from utils.verifiers.attacks import (
     ATTACK_CLASSES,
     Evidence,
@@ -703,21 +703,22 @@ def solve():
 
 
 def test_memory_hidden_from_the_limits_gets_out_without_the_filter(monkeypatch):
-    """The two tests above can fail: without the filter, the cap on /tmp's files and a cgroup, the programs of
-    HIDDEN_MEMORY hold their 600 MB and are paid (vmsplice only where the kernel gives huge pages: without them
-    each spliced page holds 4 KB, and it is not paid)."""
+    """The two tests above can fail: without the filter, the cap on /tmp's files and a cgroup, the xattrs program
+    holds its 600 MB and is paid. The vmsplice program holds its memory only where the kernel gives it huge pages
+    (without them each spliced page holds 4 KB): it checks, and returns None where it got too few, which depends
+    on the kernel's settings and on how fragmented memory is at that moment (CI, THP "madvise", got none). Where it
+    got them, it must be paid; either way no wall may stop it."""
     cfg = sandbox_config()
     if cfg["wall"] != "isolated":
         pytest.skip(f"no isolated wall here: {cfg['missing']}")
     monkeypatch.setitem(cfg, "filtered", False)
-    monkeypatch.setattr(isolation, "_CGROUP", [None])
+    monkeypatch.setattr(cgroups, "_CGROUP", [None])
     monkeypatch.setattr(isolation, "scratch_chain", lambda unshare, mount, bw, py, b, fd: isolation.bwrap_args(
         bw, py, b, fd))
-    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read() if os.path.exists(
-        "/sys/kernel/mm/transparent_hugepage/enabled") else "[never]"
-    got = {name: code_reward([src], [ADD_TESTS], timeout_s=5.0, audit_hook=False)[0]
-           for name, src in HIDDEN_MEMORY.items()}
-    assert got == {"xattrs": 1.0, "vmsplice": 0.0 if "[never]" in thp else 1.0}, (got, thp)
+    assert code_reward([HIDDEN_MEMORY["xattrs"]], [ADD_TESTS], timeout_s=5.0, audit_hook=False) == [1.0]
+    r = run_sandboxed(HIDDEN_MEMORY["vmsplice"], [t["input"] for t in ADD_TESTS], timeout_s=5.0, audit_hook=False)
+    assert r["status"] == "ok", r
+    assert r["outputs"] == [3, 0] or r["outputs"][0] is None, r   # paid, or too few huge pages here to hide in
 
 
 def test_the_resource_attacks_get_out_without_the_filter_and_the_cgroup(monkeypatch):
@@ -729,7 +730,7 @@ def test_the_resource_attacks_get_out_without_the_filter_and_the_cgroup(monkeypa
         pytest.skip(f"no isolated wall here: {cfg['missing']}")
     bwrap_args = isolation.bwrap_args
     monkeypatch.setitem(cfg, "filtered", False)
-    monkeypatch.setattr(isolation, "_CGROUP", [None])
+    monkeypatch.setattr(cgroups, "_CGROUP", [None])
     monkeypatch.setattr(isolation, "bwrap_args", lambda *a: [x for x in bwrap_args(*a) if x != "--disable-userns"])
     cases = [c for c in attack_cases() if c["kind"] in ("processes_memory", "sysv_shared_memory",
                                                          "nested_user_namespace")]
@@ -750,22 +751,22 @@ def solve():
         os.close(os.open("/tmp/%d" % i, os.O_CREAT | os.O_WRONLY))
     return "made"
 """
-    parent = isolation.memory_cgroup()
+    parent = cgroups.memory_cgroup()
     if parent:  # a dead process's run left behind: swept when the cgroups are first looked for
         os.makedirs(os.path.join(parent, "run-99999999-1"), exist_ok=True)
-        isolation._CGROUP.clear()
-        assert isolation.memory_cgroup() == parent and not os.path.exists(os.path.join(parent, "run-99999999-1"))
+        cgroups._CGROUP.clear()
+        assert cgroups.memory_cgroup() == parent and not os.path.exists(os.path.join(parent, "run-99999999-1"))
     with pytest.MonkeyPatch.context() as mp:   # the /tmp's own cap on files out of the way: the cgroup alone
         mp.setattr(isolation, "SCRATCH_INODES", 10**7)
         r = run_sandboxed(code, [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
-    if isolation.memory_cgroup() is None:
+    if cgroups.memory_cgroup() is None:
         assert r["status"] in ("ok", "timeout"), r
         pytest.skip("no memory cgroup here (not root, or no writable hierarchy)")
     assert r["status"] == "crashed" and r["outputs"] is None, r     # killed by the cgroup's OOM killer (SIGKILL)
     deadline = time.time() + 5   # a process the OOM killer took may take a moment to leave its cgroup
-    while not isolation.sweep_cgroups() and time.time() < deadline:
+    while not cgroups.sweep_cgroups() and time.time() < deadline:
         time.sleep(0.1)
-    assert not [d for d in os.listdir(isolation.memory_cgroup()) if d.startswith(f"run-{os.getpid()}-")]
+    assert not [d for d in os.listdir(cgroups.memory_cgroup()) if d.startswith(f"run-{os.getpid()}-")]
 
 
 def _why_no_cgroup(version, controller):
@@ -787,7 +788,7 @@ def _why_no_cgroup(version, controller):
         offered = f.read().split()
     if controller not in offered:
         return f"cgroup v2's root offers no {controller} controller (cgroup.controllers: {offered})"
-    control = os.path.join("/sys/fs/cgroup", isolation.CGROUP_NAME, "cgroup.subtree_control")
+    control = os.path.join("/sys/fs/cgroup", cgroups.CGROUP_NAME, "cgroup.subtree_control")
     try:
         with open(control, "w") as f:
             f.write("+" + controller)
@@ -852,14 +853,14 @@ def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, contro
     syscall filter): memory across processes (3 children of 64 MB held together, against 128 MB: not all of
     them hold it; without the cgroup all do) and tasks (40 forks against max_tasks 12: at most 11 start;
     without it all do). Where the version or controller is not usable here it skips, naming what is missing."""
-    monkeypatch.setattr(isolation, "HIERARCHIES", tuple(h for h in isolation.HIERARCHIES if h[0] == version))
-    monkeypatch.setattr(isolation, "_CGROUP", [])
-    monkeypatch.setattr(isolation, "_PIDS", [])
-    monkeypatch.setattr(isolation, "_CPU", [])
-    found = isolation.memory_cgroup() and (isolation.memory_cgroup() if controller == "memory" else
-                                           isolation.pids_cgroup())
+    monkeypatch.setattr(cgroups, "HIERARCHIES", tuple(h for h in cgroups.HIERARCHIES if h[0] == version))
+    monkeypatch.setattr(cgroups, "_CGROUP", [])
+    monkeypatch.setattr(cgroups, "_PIDS", [])
+    monkeypatch.setattr(cgroups, "_CPU", [])
+    found = cgroups.memory_cgroup() and (cgroups.memory_cgroup() if controller == "memory" else
+                                           cgroups.pids_cgroup())
     if not found:
-        pytest.skip(_why_no_cgroup(version, controller if isolation.memory_cgroup() else "memory"))
+        pytest.skip(_why_no_cgroup(version, controller if cgroups.memory_cgroup() else "memory"))
     cfg = dict(sandbox_config(), filtered=False)   # children allowed: the cgroup alone caps them
     if controller == "memory":
         assert _hold(cfg, 3, 64) == [3, 3]                                  # uncapped: all three hold 64 MB
@@ -869,18 +870,18 @@ def test_a_runs_cgroup_caps_every_process_it_starts(monkeypatch, version, contro
         assert _hold(cfg, 40, 0) == [40, 40]
         made, held = _hold(cfg, 40, 0, memory_bytes=256 << 20, max_tasks=12)
         assert made <= 11 and held == made, (made, held)                     # the wall's and the parent's tasks count
-    assert isolation.sweep_cgroups() or time.sleep(1) or isolation.sweep_cgroups()
+    assert cgroups.sweep_cgroups() or time.sleep(1) or cgroups.sweep_cgroups()
     assert not [d for d in os.listdir(found) if d.startswith(f"run-{os.getpid()}-")]
 
 
 _AS_USER = """import json, sys
 sys.path.insert(0, sys.argv[1])
-from utils.verifiers import code, isolation
+from utils.verifiers import cgroups, code, isolation
 isolation.SCRATCH_INODES = 10**7   # the /tmp's own cap on files out of the way: the cgroup alone
 flood = ("import os\\ndef solve():\\n    for i in range(200_000):\\n"
          "        os.close(os.open(str(i), os.O_CREAT | os.O_WRONLY))\\n")
 r = code.run_sandboxed(flood + "    return 1\\n", [[]], timeout_s=5.0, mem_mb=64, audit_hook=False)
-print(json.dumps([isolation.memory_cgroup(), r["status"], isolation.describe()]))
+print(json.dumps([cgroups.memory_cgroup(), r["status"], isolation.describe()]))
 """
 
 
@@ -922,8 +923,8 @@ def test_an_ordinary_user_gets_a_cgroup_an_administrator_delegates():
     finally:
         for d in mine:
             for run in glob.glob(os.path.join(d, "run-*")):
-                isolation._remove_cgroup(run)
-            isolation._remove_cgroup(d)
+                cgroups._remove_cgroup(run)
+            cgroups._remove_cgroup(d)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -948,14 +949,14 @@ def test_the_delegated_v2_subtree_is_found(tmp_path, monkeypatch):
     try:
         if os.geteuid() == 0:   # root writes anything: the permissions of a user are mimicked
             monkeypatch.setattr(isolation.os, "access", lambda p, mode: "user@1000.service" in str(p))
-        assert isolation.delegated_v2(str(root), str(proc)) == want
+        assert cgroups.delegated_v2(str(root), str(proc)) == want
         (root / "user.slice/user-1000.slice/user@1000.service/app.slice/cgroup.controllers").write_text("cpu pids")
         service = root / "user.slice/user-1000.slice/user@1000.service"
-        assert isolation.delegated_v2(str(root), str(proc)) == str(service)   # app.slice offers no memory: above it
+        assert cgroups.delegated_v2(str(root), str(proc)) == str(service)   # app.slice offers no memory: above it
         proc.write_text("12:memory:/user.slice\n0::/\n")
-        assert isolation.delegated_v2(str(root), str(proc)) is None      # a process in v2's root: nothing above
+        assert cgroups.delegated_v2(str(root), str(proc)) is None      # a process in v2's root: nothing above
         proc.write_text("4:memory:/user.slice\n")
-        assert isolation.delegated_v2(str(root), str(proc)) is None      # cgroup v1 only
+        assert cgroups.delegated_v2(str(root), str(proc)) is None      # cgroup v1 only
     finally:
         for d in [root, *own.parents]:
             if root == d or root in d.parents:
@@ -967,21 +968,21 @@ def test_no_cgroup_folder_where_no_hierarchy_is_mounted(monkeypatch, tmp_path):
     run cgroups, and no stray rlvr-sandbox folder (under a v2 root, such a folder would be a cgroup)."""
     plain = tmp_path / "plain"
     plain.mkdir()
-    monkeypatch.setattr(isolation, "HIERARCHIES", (("v1", str(tmp_path / "missing"), str(plain)),
+    monkeypatch.setattr(cgroups, "HIERARCHIES", (("v1", str(tmp_path / "missing"), str(plain)),
                                                    ("v2", str(plain), str(plain))))
-    monkeypatch.setattr(isolation, "_CGROUP", [])
-    monkeypatch.setattr(isolation, "_PIDS", [])
-    monkeypatch.setattr(isolation, "_CPU", [])
-    assert isolation.memory_cgroup() is None and isolation.pids_cgroup() is None and isolation.cpu_cgroup() is None
+    monkeypatch.setattr(cgroups, "_CGROUP", [])
+    monkeypatch.setattr(cgroups, "_PIDS", [])
+    monkeypatch.setattr(cgroups, "_CPU", [])
+    assert cgroups.memory_cgroup() is None and cgroups.pids_cgroup() is None and cgroups.cpu_cgroup() is None
     assert sorted(os.listdir(tmp_path)) == ["plain"] and os.listdir(plain) == []
 
 
 def _without_the_filter(monkeypatch, controller):
     """The strongest wall with its syscall filter off, where this machine makes run cgroups with `controller`."""
     cfg = sandbox_config()
-    if not isolation.memory_cgroup() or not (controller == "memory" or isolation.pids_cgroup()):
+    if not cgroups.memory_cgroup() or not (controller == "memory" or cgroups.pids_cgroup()):
         pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1",
-                                   controller if isolation.memory_cgroup() else "memory"))
+                                   controller if cgroups.memory_cgroup() else "memory"))
     monkeypatch.setitem(cfg, "filtered", False)
 
 
@@ -1007,11 +1008,11 @@ print(json.dumps(held), flush=True)
 
 def test_a_runs_cgroup_counts_its_tcp_buffers(clean):
     """cgroup v1 counts TCP buffers apart from a run's memory, and only once their own limit is set (v2 counts them as
-    its memory): a run's cgroup sets it (isolation.TCP_BYTES). Behind the wall without its filter (which refuses
+    its memory): a run's cgroup sets it (cgroups.TCP_BYTES). Behind the wall without its filter (which refuses
     sockets), 12 loopback connections sent to and never read hold more than 32 MB without a cgroup and less than
     TCP_BYTES + 8 MB in one."""
     cfg = dict(sandbox_config(), filtered=False)
-    if cfg["wall"] != "isolated" or not isolation.memory_cgroup():
+    if cfg["wall"] != "isolated" or not cgroups.memory_cgroup():
         pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1", "memory"))
 
     def held(memory_bytes):
@@ -1021,7 +1022,7 @@ def test_a_runs_cgroup_counts_its_tcp_buffers(clean):
         assert r.returncode == 0, r.stderr[-2000:]
         return json.loads(r.stdout)
     assert held(None) > 32 << 20
-    assert held(256 << 20) < isolation.TCP_BYTES + (8 << 20)
+    assert held(256 << 20) < cgroups.TCP_BYTES + (8 << 20)
 
 
 def test_the_code_walls_cgroup_caps_tasks_without_the_filter(monkeypatch, clean):
@@ -1098,10 +1099,10 @@ def test_the_cpu_limit_counts_the_whole_run(monkeypatch, clean):
     none on) and in function mode with the harness's report forged (os.times patched). With the run's own CPU
     time instead (the cgroup's reading taken away: the clock of a machine without the cgroup) both pass as ok.
     describe() names the clock."""
-    if isolation.cpu_cgroup() is None:
+    if cgroups.cpu_cgroup() is None:
         assert "CPU limit judged by the run's own CPU time" in describe()
         pytest.skip(_why_no_cgroup("v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1",
-                                   "cpuacct" if isolation.memory_cgroup() else "memory"))
+                                   "cpuacct" if cgroups.memory_cgroup() else "memory"))
     assert "CPU limit judged by the run's cgroup" in describe(), describe()
     script = BURN + "two(1.1)\n"
     forged = BURN + "import os\ndef solve():\n    two(1.1)\n    os.times = lambda: (0.0,) * 5\n    return 1\n"
@@ -1109,7 +1110,7 @@ def test_the_cpu_limit_counts_the_whole_run(monkeypatch, clean):
     whole = [run_sandboxed(code, inputs, timeout_s=2.0, audit_hook=False) for code, inputs in runs]
     assert [r["status"] for r in whole] == ["timeout", "timeout"], whole
     assert all(r["cpu_seconds"] > 2.0 for r in whole), whole
-    monkeypatch.setattr(isolation, "_cgroup_cpu_seconds", lambda groups: None)
+    monkeypatch.setattr(cgroups, "_cgroup_cpu_seconds", lambda groups: None)
     own = [run_sandboxed(code, inputs, timeout_s=2.0, audit_hook=False) for code, inputs in runs]
     assert all(r["cpu_seconds"] < 2.0 for r in own), own     # not seen: no timeout but the wall clock's
     assert all(r["status"] == "ok" or r["seconds"] > wall_deadline(2.0) for r in own), own

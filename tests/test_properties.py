@@ -216,7 +216,7 @@ def _atomic_dir(path):
     with _in_tmp():
         with files.atomic_dir(path) as tmp:
             open(os.path.join(tmp, "f"), "w").close()
-        return sorted(os.listdir(path))
+        return sorted(os.listdir(str(path)))  # str: Python 3.11's os.listdir lists numpy's str as bytes
 
 
 @functools.wraps(task_files.read_jsonl)
@@ -1034,8 +1034,9 @@ EXEMPT = {
               "utils.tasks.mix.write_multiply_splits", "utils.tasks.mix.multiply_path",
               "utils.verifiers.sql.build_database"),
     **_exempt("the sandbox's plumbing, on the configs available_walls built and the timeout run_sandboxed clamped",
-              *(f"utils.verifiers.isolation.{n}" for n in ("bwrap_args", "readable_by", "launch", "dead",
-                                                           "scratch_chain", "scratch_point", "delegated_v2")),
+              *(f"utils.verifiers.isolation.{n}" for n in ("bwrap_args", "readable_by", "launch", "scratch_chain",
+                                                           "scratch_point")),
+              "utils.verifiers.cgroups.dead", "utils.verifiers.cgroups.delegated_v2",
               "utils.verifiers.code.cpu_limit"),
     **_exempt("runs inside the SQL worker process, on the requests sql.py built",
               *(f"utils.verifiers.sql_worker.{n}" for n in ("reads_only", "set_limits", "run", "json_size",

@@ -112,6 +112,7 @@ def path(where, name, p, kind=None):
     if not isinstance(p, (str, os.PathLike)) or not os.fspath(p):
         raise ValueError(f"{where}: {name}={_short(p)} must be a path (a non-empty str or pathlib.Path)")
     p = os.fspath(p)
+    p = str(p) if isinstance(p, str) else p  # numpy's str as a plain one (Python 3.11's os.listdir gives bytes for it)
     if (kind == "file" and not os.path.isfile(p)) or (kind == "folder" and not os.path.isdir(p)):
         raise FileNotFoundError(f"{where}: {name}={_short(p)} is not a {kind}")
     return p

@@ -20,7 +20,7 @@ cannot turn a right answer into a timeout; the wall clock (wall_deadline) only s
 time: its cgroup's where it has one that counts CPU (everything it starts, all their threads: _run_cpu), else
 its own as it reaches us: the harness's report (os.times() after the results: none in script mode, and
 candidate code can patch it) and the CPU of the processes the wall's processes waited for (bwrap passes none
-on); isolation.cpu_clock() and describe() say which. Inside, an audit hook refuses
+on); cgroups.cpu_clock() and describe() say which. Inside, an audit hook refuses
 writes outside the scratch folder, reads outside it and the stdlib, new processes, signals, sockets
 and ctypes: a second wall, and a teaching device; it can be taken down from inside (Lab 02 shows how),
 so nothing relies on it. Without the isolated wall, run_sandboxed and both verifiers refuse to run
@@ -298,7 +298,7 @@ def run_sandboxed(code, inputs, func_name="solve", timeout_s=5.0, mem_mb=512, au
     Returns dict(status: "ok" | "timeout" | "error" | "crashed", outputs: the JSON-decoded results
     (None unless ok in function mode), stdout, stderr (clipped to ~2 KB), seconds (wall clock),
     cpu_seconds (the run's CPU time: its cgroup's, everything it started, where it has one; else its own; see
-    isolation.cpu_clock())). "timeout": more than timeout_s seconds of CPU, or a wait past wall_deadline(timeout_s).
+    cgroups.cpu_clock())). "timeout": more than timeout_s seconds of CPU, or a wait past wall_deadline(timeout_s).
     Behind the isolated wall (isolation.py) only, unless allow_weaker_wall=True: else it raises
     SandboxUnavailable before running anything. wall= names a weaker wall to run behind (Lab 02's
     comparison); audit_hook=False shows what the OS walls do alone."""

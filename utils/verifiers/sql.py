@@ -42,7 +42,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from utils import DATA_DIR, checks
-from utils.verifiers.isolation import dead, launch, readable_by, sandbox_config
+from utils.verifiers.cgroups import dead
+from utils.verifiers.isolation import launch, readable_by, sandbox_config
 from utils.verifiers.signature import per_completion
 
 DB_PATH = os.path.join(DATA_DIR, "sql", "shop.db")
