@@ -39,11 +39,15 @@ def test_a_full_run_ends_complete_without_a_reason(capsys):
     assert last.startswith("full run: 100%") and "2/2" in last and "stopped" not in last, last
 
 
-def test_a_budget_stop_shows_the_runs_own_rate(capsys):
+def test_a_budget_stop_shows_the_runs_own_rate(capsys, monkeypatch):
     """The stopped bar is redrawn complete at its last step: its rate is the run's steps over the run's seconds, not
     the redraw's (which read `00:00<00:00, 2604 it/s` before issue 58). The run's seconds are its own record's (from
-    the loop's clock, started just before the bar): the set-up before them can take longer than three fast steps."""
+    the loop's clock, started just before the bar): the set-up before them can take longer than three fast steps.
+    A wide terminal: where COLUMNS and LINES are set (CI's are), tqdm 4.66 trims the line to them, rate included."""
     import re
+
+    monkeypatch.setenv("COLUMNS", "240")
+    monkeypatch.setenv("LINES", "50")
 
     m, tok = load_policy()
     cfg = GRPOConfig(steps=10, batch_size=8, group_size=4, eval_every=0, eval_n=2, max_completions=24, track_kl=False)
