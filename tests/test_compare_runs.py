@@ -1,14 +1,10 @@
 """tools/compare_runs.py, the bit-identity check for refactors: it sees a one-ulp change and ignores the clock."""
-import importlib.util
 import os
-from pathlib import Path
 
 import torch
+from course_tools import tool
 
-_spec = importlib.util.spec_from_file_location("compare_runs", Path(__file__).resolve().parents[1] / "tools" /
-                                               "compare_runs.py")
-cr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cr)
+cr = tool("compare_runs")
 
 
 def test_diff_finds_one_ulp_and_ignores_wall_clock():

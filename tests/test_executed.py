@@ -3,25 +3,18 @@
 without running), and neither its code cells nor a data file it read changed since. A stale solution fails here,
 naming the command that refreshes it. The README's figure is one of those outputs, written beside them."""
 import glob
-import importlib.util
 import os
 import re
 
 import nbformat
 import pytest
+from course_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOLUTIONS = sorted(glob.glob(os.path.join(ROOT, "solutions", "*.ipynb")))
 
 
-def _make_labs():
-    spec = importlib.util.spec_from_file_location("make_labs", os.path.join(ROOT, "tools", "make_labs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ML = _make_labs()
+ML = tool("make_labs")
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=os.path.basename)

@@ -1,20 +1,17 @@
 """tools/make_labs.py: solution regions become stubs; labs/ stays in sync with solutions/."""
 import glob
-import importlib.util
 import os
 
 import nbformat
 import pytest
+from course_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def ml():
-    spec = importlib.util.spec_from_file_location("make_labs", os.path.join(ROOT, "tools", "make_labs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("make_labs")
 
 
 def test_stub_source_keeps_indentation_and_counts_code_lines(ml):

@@ -1,19 +1,16 @@
 """tools/run_times.py: one table of each lab's times (docs/run_times.json) feeds the lab's header, the README's lab
 table and "How long" paragraph, and the instructor guide's "Timing at a glance"; none may disagree with it."""
-import importlib.util
 import os
 
 import pytest
+from course_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def rt():
-    spec = importlib.util.spec_from_file_location("run_times", os.path.join(ROOT, "tools", "run_times.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("run_times")
 
 
 def test_the_three_places_agree_with_the_table(rt):
