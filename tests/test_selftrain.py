@@ -101,6 +101,83 @@ def test_generation_metrics_by_hand(tiny, monkeypatch):
     assert m["length"] == pytest.approx(lengths.mean().item())
     assert m["length_std"] == pytest.approx(lengths.std(unbiased=False).item())
     assert (m["pass@1"], m["pass@4"], m["entropy"]) == (0.25, 0.5, 0.3)
+    # 478+356 needs 3 steps: '2+3+0=5 >5' has one (skipped, twice), '>5' none (bare), 'xx' no answer (other);
+    # 12+3 needs 2: '>7' is bare, four times
+    assert (m["format_bare"], m["format_skipped"], m["format_padded"], m["format_other"]) == (5 / 8, 2 / 8, 0, 1 / 8)
+    # every sample is wrong. Problem 1's wrong answers 5, 5, 5, None: 6 of 12 ordered pairs differ; problem 2's
+    # 7, 7, 7, 7: none. Problem 1 has 3 digits, problem 2 has 2
+    assert m["wrong_spread"] == {"all": 0.25, "2": 0.0, "3": 0.5}
+    assert "kl_model_base" not in m
+
+
+def test_format_of_by_hand():
+    assert st.format_of("8+6+0=14 7+5+1=13 4+3+1=8 >834", 478, 356) == "steps"
+    assert st.format_of("8+6+0=14 7+5+1=13 4+3+1=9 >934", 478, 356) == "steps"      # a slip keeps the shape
+    assert st.format_of(">834", 478, 356) == "bare"
+    assert st.format_of("8+6+0=14 4+3+1=8 >834", 478, 356) == "skipped"
+    assert st.format_of("0+0+0=0 8+6+0=14 7+5+1=13 4+3+1=8 >834", 478, 356) == "padded"
+    assert st.format_of("8+6+0=14 7+5+1=13 4+3+1=8 >", 478, 356) == "other"
+    assert st.format_of("xx", 12, 3) == "other" and st.format_of(None, 12, 3) == "other"
+    with pytest.raises(ValueError):
+        st.format_of(">15", "twelve", 3)
+
+
+def test_disagreement_by_hand():
+    assert st.disagreement([1, 1, 2]) == pytest.approx(2 / 3)   # pairs (1,1) same; (1,2) twice differ, of 3
+    assert st.disagreement(["5", "5", "5", None]) == 0.5
+    assert st.disagreement([7, 7]) == 0.0 and st.disagreement(["a", "b"]) == 1.0
+    assert st.disagreement([3]) is None and st.disagreement([]) is None
+    # it reads the spread, not the count: two values each twice spread as much as each once
+    assert st.disagreement([1, 1, 2, 2]) == pytest.approx(2 / 3) and st.disagreement([1, 2]) == 1.0
+
+
+def test_generation_metrics_drift_from_a_reference(tiny, monkeypatch):
+    import copy
+
+    from utils.eval.metrics import answer_logprob
+    model, tok = tiny
+    texts = ["2+3+0=5 >5", ">834", ">15", "5+2+0=7 >17"]
+    ref_texts = [">834", ">8", "2+1+0=3 >15", ">16"]
+    monkeypatch.setattr(st, "evaluate", lambda *a, **k: {"pass@1": 0.5, "pass@2": 0.5, "entropy": 0.3,
+                                                          "texts": texts})
+    rows = ROWS.select(range(2))
+    same = st.generation_metrics(model, tok, rows, k=2, reference=model, reference_texts=ref_texts)
+    assert same["kl_model_base"] == 0.0 and same["kl_base_model"] == 0.0
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    prompts = ["478+356:"] * 2 + ["12+3:"] * 2
+    m = st.generation_metrics(model, tok, rows, k=2, reference=other, reference_texts=ref_texts)
+    want_mb = (answer_logprob(model, tok, prompts, texts) - answer_logprob(other, tok, prompts, texts)).mean()
+    want_bm = (answer_logprob(other, tok, prompts, ref_texts) - answer_logprob(model, tok, prompts, ref_texts)).mean()
+    assert m["kl_model_base"] == pytest.approx(float(want_mb)) and m["kl_base_model"] == pytest.approx(float(want_bm))
+    assert m["kl_model_base"] != m["kl_base_model"]   # the two directions read different samples
+    with pytest.raises(ValueError, match="reference_texts has 3 texts"):
+        st.generation_metrics(model, tok, rows, k=2, reference=other, reference_texts=ref_texts[:3])
+    with pytest.raises(ValueError, match="without reference"):
+        st.generation_metrics(model, tok, rows, k=2, reference_texts=ref_texts)
+
+
+def test_the_closed_loops_variants_differ_where_they_should(tiny, monkeypatch):
+    """base_samples, cool and refit are closed, but for who writes the data, at what temperature, and which model
+    is fine-tuned: after one generation base_samples and refit are closed exactly (the model is still the base);
+    after two they part; cool samples at 0.7."""
+    model, tok = tiny
+    cfg = st.SelfTrainConfig(generations=2, n_prompts=2, k=2, steps=1, batch_size=4, max_new_tokens=12, eval_k=2,
+                             eval_n=2, lr=1e-2)
+    runs = {how: st.self_train(model, tok, ROWS, ROWS, how, cfg, progress=False)
+            for how in ("closed", "base_samples", "refit")}
+    strip = lambda h: {k: v for k, v in h.items() if k != "seconds"}  # noqa: E731
+    for how in ("base_samples", "refit"):
+        assert strip(runs[how]["history"][1]) == strip(runs["closed"]["history"][1]), how
+        assert any(not torch.equal(p, q) for p, q in zip(runs[how]["model"].parameters(),
+                                                          runs["closed"]["model"].parameters())), how
+    seen = []
+    real = st.sample
+    monkeypatch.setattr(st, "sample", lambda *a, **k: seen.append(k.get("temperature")) or real(*a, **k))
+    st.self_train(model, tok, ROWS, ROWS, "cool", cfg, progress=False)
+    assert seen == [0.7, 0.7]
 
 
 @pytest.mark.parametrize("how", st.WAYS)
@@ -116,7 +193,7 @@ def test_self_train_runs_each_way_seeded(tiny, how):
     strip = lambda h: [{k: v for k, v in x.items() if k != "seconds"} for x in h]  # noqa: E731
     assert strip(r1["history"]) == strip(r2["history"])
     kept = [h["kept"] for h in r1["history"][1:]]
-    if how in ("closed", "grpo", "teacher", "teacher_answer"):
+    if how in st.UNCHECKED + ("grpo", "teacher", "teacher_answer"):
         assert kept == [4, 4]
     else:
         assert all(0 <= x <= 4 for x in kept)
