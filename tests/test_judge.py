@@ -111,8 +111,13 @@ def test_verdict_rates_by_hand():
     r = jm.verdict_rates([0.9, 0.5, 0.2, 0.6, 0.49], [1, 0, 0, 1, 1])
     # passes: 0.9 (right), 0.5 (wrong: at the threshold), 0.6 (right); fails 0.2 (wrong), 0.49 (right)
     assert (r["accuracy"], r["false_pos_rate"], r["false_neg_rate"], r["n"]) == (0.6, 0.5, 1 / 3, 5)
+    # AUROC: right ones 0.9, 0.6, 0.49 against wrong ones 0.5, 0.2: 0.9 and 0.6 beat both, 0.49 beats 0.2 only
+    assert r["auroc"] == pytest.approx(5 / 6) and r["base_rate"] == 0.6
+    tie = jm.verdict_rates([0.5, 0.5, 0.3], [1, 0, 0])   # a tie counts half: (0.5 + 1) / 2
+    assert tie["auroc"] == 0.75
+    assert jm.verdict_rates([0.2, 0.8], [1, 0])["auroc"] == 0.0   # ranked backwards
     r = jm.verdict_rates([0.1, 0.7], [True, True])
-    assert math.isnan(r["false_pos_rate"]) and r["false_neg_rate"] == 0.5
+    assert math.isnan(r["false_pos_rate"]) and r["false_neg_rate"] == 0.5 and math.isnan(r["auroc"])
     for bad, name in ((dict(probs=[0.5], right=[1, 0]), "as long"), (dict(probs=[0.5], right=[2]), "right"),
                       (dict(probs=[0.5], right=[1], threshold=2), "threshold"),
                       (dict(probs=[2.2, -0.4], right=[1, 0]), "probs must be probabilities.*logits")):
@@ -142,4 +147,5 @@ def test_rubric_labels_flip_the_stated_share_and_judge_report_reads_both(monkeyp
     monkeypatch.setattr(judging, "judge_probs", lambda judge, tok, p, c: [1.0] * len(c))
     rep = judging.judge_report(model, None, tok, ds["prompt"][:100], ds["answer"][:100], seed=0)
     assert rep["false_pos_rate"] == 1.0 and rep["false_neg_rate"] == 0.0 and rep["judge_mean"] == 1.0
+    assert rep["auroc"] == 0.5   # one score for all: every right-wrong pair a tie
     assert 0 < rep["truth"] < 1 and 0 < rep["top_share"] <= 1

@@ -39,7 +39,8 @@ def rubric_labels(model, tokenizer, prompts, answers, k=8, flip=0.1, seed=0, rew
 
 def judge_report(policy, judge, tokenizer, prompts, answers, seed=0, reward_fn=strict_reward, max_new_tokens=8):
     """One sample of each held-out prompt from the policy (seed), read by the judge and by the truth (reward_fn):
-    {truth (pass@1), judge_mean (its mean P(right)), false_pos_rate, false_neg_rate (verdict_rates at 0.5),
+    {truth (pass@1), judge_mean (its mean P(right)), false_pos_rate, false_neg_rate (verdict_rates at 0.5), auroc
+    (on the policy's own samples: does the judge still rank right above wrong where the policy now writes?),
     top_share (the share of the most common completion: how far the policy has collapsed onto one answer)}."""
     where = "judge_report"
     checks.model(where, "policy", policy)
@@ -52,4 +53,4 @@ def judge_report(policy, judge, tokenizer, prompts, answers, seed=0, reward_fn=s
     rates = verdict_rates(p, right.astype(float))
     return {"truth": float(right.mean()), "judge_mean": float(np.mean(p)),
             "false_pos_rate": rates["false_pos_rate"], "false_neg_rate": rates["false_neg_rate"],
-            "top_share": Counter(t.strip() for t in ev["texts"]).most_common(1)[0][1] / len(ev["texts"])}
+            "auroc": rates["auroc"], "top_share": Counter(t.strip() for t in ev["texts"]).most_common(1)[0][1] / len(ev["texts"])}

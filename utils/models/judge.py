@@ -13,6 +13,7 @@ utils.verifiers.api.JudgeClient; judge_probs is the same in one call. Reward-mod
 (the proxy climbs while the truth turns down): Gao et al., arXiv 2210.10760; ensembles against it: Coste et al.,
 arXiv 2310.02743.
 """
+import bisect
 import math
 from dataclasses import asdict, dataclass
 
@@ -199,7 +200,9 @@ def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=Tru
 def verdict_rates(probs, right, threshold=0.5):
     """How a judge's verdicts (P(right) >= threshold passes) meet the truth (right: 1 or True for a right
     completion): {accuracy, false_pos_rate (wrong ones it passes / wrong ones: nan without any), false_neg_rate
-    (right ones it fails / right ones: nan without any), n}."""
+    (right ones it fails / right ones: nan without any), n, base_rate (the share right: a constant verdict's
+    accuracy is the larger of it and 1 - it), auroc (the chance that a right completion scores above a wrong one,
+    ties counting half: 0.5 is a coin, 1 a perfect ranking, whatever the threshold; nan without both kinds)}."""
     where = "verdict_rates"
     probs = checks.array(where, "probs", probs, dims=1).tolist()
     right = checks.array(where, "right", right, dims=1).tolist()
@@ -214,9 +217,16 @@ def verdict_rates(probs, right, threshold=0.5):
     says = [p >= threshold for p in probs]
     wrong = [s for s, r in zip(says, right) if r == 0]
     good = [s for s, r in zip(says, right) if r == 1]
+    pos = [p for p, r in zip(probs, right) if r == 1]
+    neg = sorted(p for p, r in zip(probs, right) if r == 0)
+    auroc = float("nan")
+    if pos and neg:   # Mann-Whitney: for each right one, the wrong ones below it, and half the ties
+        auroc = sum(bisect.bisect_left(neg, p) + 0.5 * (bisect.bisect_right(neg, p) - bisect.bisect_left(neg, p))
+                    for p in pos) / (len(pos) * len(neg))
     return {"accuracy": sum(s == (r == 1) for s, r in zip(says, right)) / max(len(right), 1),
             "false_pos_rate": sum(wrong) / len(wrong) if wrong else float("nan"),
-            "false_neg_rate": sum(not s for s in good) / len(good) if good else float("nan"), "n": len(right)}
+            "false_neg_rate": sum(not s for s in good) / len(good) if good else float("nan"), "n": len(right),
+            "base_rate": len(good) / max(len(right), 1), "auroc": auroc}
 
 
 def false_positive_rate(probs, right, threshold=0.5):
