@@ -274,3 +274,33 @@ def test_episode_metrics_by_hand(tiny, monkeypatch):
     m = et.episode_metrics(*tiny, rows, k=2, max_new_tokens=8)
     assert m == {"pass@1": 0.5, "pass@2": 1.0, "echo": 0.5, "called": 0.75, "operand_slip": 0.25,
                  "reply_slip": 0.25, "error": 0.0}
+
+
+def test_a_bpe_tokenizer_merges_across_what_the_policy_and_the_tool_wrote():
+    """Token in, token out can fail only where a tokenizer merges characters: with BPE (merges ' >' and '34'), the
+    calculator's '834 ' and the policy's '>834' re-encode with ' >' as one token that neither wrote alone, the row
+    is one token shorter from there (so each stored sampler log-prob lies one token off), and the mask laid by
+    each segment's count mislabels that token. The course's character tokenizer re-encodes exactly."""
+    from utils.models.policy import char_tokenizer
+    from utils.tasks.tools import ALPHABET, bpe_tokenizer, retokenised
+
+    tok = bpe_tokenizer()
+    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert tok.convert_ids_to_tokens(enc("834 >834")) == ["8", "34", " >", "8", "34"]
+    segments = [("policy", enc("?478+356=")), ("env", enc("834 ")), ("policy", enc(">834") + [tok.eos_token_id])]
+    r = retokenised(tok, segments)
+    assert tok.convert_ids_to_tokens(r["written"])[9:] == ["8", "34", " ", ">", "8", "34", "<eos>"]
+    assert tok.convert_ids_to_tokens(r["reencoded"])[9:] == ["8", "34", " >", "8", "34", "<eos>"]
+    assert not r["same"] and r["first_difference"] == 11 and len(r["reencoded"]) == len(r["written"]) - 1
+    assert r["mask"] == [1] * 9 + [0, 0, 0] + [1, 1, 1] and r["mislabelled"] == 1
+    chars = char_tokenizer(ALPHABET, max_length=64)
+    enc = lambda s: chars(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    r = retokenised(chars, [("policy", enc("?478+356=")), ("env", enc("834 ")),
+                            ("policy", enc(">834") + [chars.eos_token_id])])
+    assert r["same"] and r["first_difference"] is None and r["mislabelled"] == 0 and r["written"] == r["reencoded"]
+    with pytest.raises(ValueError, match="not yet a token"):
+        bpe_tokenizer([("34", "5")])
+    with pytest.raises(ValueError, match="pairs of non-empty strings"):
+        bpe_tokenizer("34")
+    with pytest.raises(ValueError, match="segments"):
+        retokenised(tok, [("user", [1])])

@@ -129,6 +129,65 @@ def episode_tensors(segments, max_len, pad_id):
     return ids, completion, loss
 
 
+def bpe_tokenizer(merges=((" ", ">"), ("3", "4"))):
+    """A small BPE tokenizer over ALPHABET (transformers' PreTrainedTokenizerFast over a `tokenizers` BPE, built
+    here: nothing is downloaded), with `merges` (pairs of strings, applied in order) on top of the characters, and
+    '<eos>' as EOS and padding. Real tokenizers (GPT-2's) merge across what the policy and a tool wrote in the same
+    way: the default merges ' >' (the tool's trailing space with the policy's '>') and '34'."""
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    where = "bpe_tokenizer"
+    if isinstance(merges, (str, bytes)) or not isinstance(merges, (tuple, list)) or not all(
+            isinstance(m, (tuple, list)) and len(m) == 2 and all(isinstance(x, str) and x for x in m) for m in merges):
+        raise ValueError(f"{where}: merges must be pairs of non-empty strings, got {checks._short(merges)}")
+    vocab = {c: i for i, c in enumerate(["<eos>"] + list(dict.fromkeys(ALPHABET)))}
+    for a, b in merges:
+        if a not in vocab or b not in vocab:
+            raise ValueError(f"{where}: merge ({a!r}, {b!r}) joins a string that is not yet a token: list the merges "
+                             f"that make it first")
+        vocab.setdefault(a + b, len(vocab))
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m) for m in merges]))
+    bpe.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>", pad_token="<eos>")
+
+
+def retokenised(tokenizer, segments):
+    """What a trainer that decodes an episode and encodes it again would train on, against the row as it was
+    written (token in, token out). segments: [(who, token ids), ...] as episode_tensors takes them. Returns dict(
+    written: the ids as sampled and appended, reencoded: the ids of tokenizer(decode(written)), same: whether they
+    agree, first_difference: the first position where they differ (None if same), mask: the loss mask the trainer
+    would use if it kept each segment's token count (1 where the policy wrote), laid on the re-encoded ids, and
+    mislabelled: the re-encoded tokens that mask calls the policy's and the policy did not write, or the other way
+    round, by the characters each token covers)."""
+    where = "retokenised"
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    episode_tensors(segments, 1, 0)   # checks segments (the row itself is not needed)
+    written = [t for _, seg in segments for t in seg]
+    own = [int(who == "policy") for who, seg in segments for _ in seg]
+    if any(t >= len(tokenizer) for t in written):
+        raise ValueError(f"{where}: segments hold ids the tokenizer does not have (it has {len(tokenizer)}): give "
+                         f"ids from this tokenizer")
+    text = tokenizer.decode(written)
+    reencoded = tokenizer(text, add_special_tokens=False)["input_ids"]
+    eos = tokenizer.eos_token_id
+    if written and written[-1] == eos and (not reencoded or reencoded[-1] != eos):
+        reencoded = reencoded + [eos]            # decode keeps the EOS as text or drops it: count it once, as written
+    chars = []                                   # who wrote each character of the text
+    for t, w in zip(written, own):
+        chars += [w] * len(tokenizer.decode([t]))
+    mask = (own + [0] * len(reencoded))[:len(reencoded)]
+    truth, i = [], 0
+    for t in reencoded:
+        n = len(tokenizer.decode([t]))
+        truth.append(chars[i] if n == 0 or len(set(chars[i:i + n])) == 1 else None)   # None: straddles the two
+        i += n
+    diff = next((j for j, (a, b) in enumerate(zip(written, reencoded)) if a != b),
+                None if len(written) == len(reencoded) else min(len(written), len(reencoded)))
+    return {"written": written, "reencoded": reencoded, "same": diff is None, "first_difference": diff,
+            "mask": mask, "mislabelled": sum(m != w for m, w in zip(mask, truth))}
+
+
 # Pre-training the tool model (`python -m utils.runs.build_base_model task=tool`): the scratchpad task's noisy traces,
 # and, for a share p_tool of the examples, a calculator episode instead. Its noise, so that RL has room:
 TOOL_NOISE = {
