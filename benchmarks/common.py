@@ -14,6 +14,8 @@ def run_options(ap, conditions_help=None):
     ap.add_argument("--conditions", nargs="+", default=None, help=conditions_help)
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
+    ap.add_argument("--add", action="store_true",
+                    help="with --conditions: add these conditions' runs to the stored part (add_runs), keeping the rest")
     return ap
 
 
@@ -40,4 +42,22 @@ def write_part(name, part, value):
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     print("wrote", path)
+    return path
+
+
+def add_runs(name, part, runs, environment):
+    """Put `runs` (dicts with condition and seed) into `part` of benchmarks/results/<name>.json, replacing any stored
+    run of the same condition and seed and keeping the others, and note the addition (its conditions and the
+    environment they ran in) in the part's "added" list. The part must exist: a first run writes it whole."""
+    path = os.path.join(RESULTS, f"{name}.json")
+    out = json.load(open(path)) if os.path.exists(path) else {}
+    if part not in out:
+        raise ValueError(f"add_runs: {name}.json has no part {part!r}: run the part whole first")
+    new = {(r["condition"], r["seed"]) for r in runs}
+    out[part]["runs"] = [r for r in out[part]["runs"] if (r["condition"], r["seed"]) not in new] + list(runs)
+    out[part].setdefault("added", []).append({"conditions": sorted({r["condition"] for r in runs}),
+                                              "environment": environment})
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("added", len(runs), "runs to", path, "part", part)
     return path

@@ -1,15 +1,26 @@
 """Lab 09's benchmark (issue 38): what you verify. Two parts, seeds 0-2 each:
 
-    python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~19 min on 2 cores
+    python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~30 min on 2 cores
     python benchmarks/lab09.py --part tool --jobs 2 --threads 1          # ~8 min on 2 cores
     python benchmarks/lab09.py --part verifier-size --jobs 2 --threads 1 # ~10 min on 2 cores
     python benchmarks/lab09.py --part tool --seeds 0 --steps 4           # a quick look (not written)
 
 generations: a closed loop against verified ones (utils.rl.selftrain). From the trace model, GENERATIONS.generations
-generations of each way (selftrain.WAYS: closed, verified, grpo, teacher, teacher_answer), each generation the same
-budget: 512 completions sampled and 8 steps of 64 examples. Every generation judged on the first 200 test problems,
-8 samples each (selftrain.generation_metrics: pass@1, pass@8, entropy, distinct completions and answers, the mode's
-share, length and its spread).
+generations of each way (selftrain.WAYS: closed, verified, grpo, teacher, teacher_answer, and closed's three
+variants base_samples, cool, refit), each generation the same budget: 512 completions sampled and 8 steps of 64
+examples. Every generation judged on the first 200 test problems, 8 samples each (selftrain.generation_metrics:
+pass@1, pass@8, entropy, distinct completions and answers, the mode's share, length and its spread; the rare formats'
+shares and the spread of wrong answers, which need not move with accuracy; KL to and from the base).
+
+  The closed loop's five lines (REVIEWING.md; issue 57):
+  claim     the closed loop loses accuracy because each generation's sampling noise becomes the next one's target
+            (at temperature 1 the expected update is zero), and it narrows only where sampling seeks the mode
+  control   base_samples: the same budget, each generation fine-tuned on fresh samples of the frozen base, so the
+            noise is not handed on; if it falls as far as closed, the hand-on is not the cause
+  baseline  the base model itself (generation 0): a loop that only drifts must end below it, and its KL must grow
+  matched   every way samples 512 completions and takes 8 steps of 64 examples at lr 1e-4 a generation, the same
+            prompts (seeded), judged on the same 200 problems with the same seeds
+  changes   base_samples falling like closed; cool or refit not losing their rare formats (the papers' narrowing)
 
 tool: GRPO with a calculator (utils.rl.rollout.ToolRollout) from the tool model (data/tool_model), against the same
 GRPO without one from the trace model (the matched control: the same steps, batch and rate). The conditions

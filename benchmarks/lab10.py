@@ -10,6 +10,8 @@ Usage:
     python benchmarks/lab10.py --part updates                # lag 4, 4 updates a batch, corrected or not
     python benchmarks/lab10.py --part drift                  # lag 0 with a drift probe: 1..8 steps from step 50
     python benchmarks/lab10.py --part controls               # on-policy controls: 4 updates, SAPO, CISPO at lag 0
+    python benchmarks/lab10.py --part distance               # reuse or distance: 4 updates at lag 1 against 1 at 6..
+    python benchmarks/lab10.py --part groups-budget          # G = 2 against G = 16 on the same prompts (1/8 rollouts)
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -19,6 +21,16 @@ its curve, and per step the sampler's distance from the policy (mean |log ratio|
 outside the clip), the loss's clip fraction, the entropy, and the seconds spent sampling and updating (for the
 pipeline model: an overlapped pipeline's step takes max(sampling, update), a sequential one their sum).
 Writes benchmarks/results/lab10.json (one entry per part) and prints a table.
+
+The distance part's five lines (REVIEWING.md; issue 57):
+  claim     a correction matters where the sampler is far from the policy in optimizer updates, whether or not a
+            batch is reused (the lab said: exactly when a batch is reused)
+  control   one update a batch at the same distance in updates: lag 6 against four updates at lag 1 (4-7 behind),
+            lag 18 against four at lag 4 (16-19, the updates part)
+  baseline  lag 0 (the staleness part) and four updates at lag 0 (the controls part): reuse with no distance
+  matched   the recipe, prompts, seeds and evaluation; the 4-update arms take four times the optimizer updates on the
+            same samples (that is what reuse is), the distance in updates is matched, |log ratio| is measured
+  changes   lag 18 learning as lag 0 does while four updates at lag 4 fail: then it is reuse, not distance
 """
 import argparse
 import os
@@ -67,6 +79,18 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
                 for c in (None, "token_truncate", "sequence_mask")},
     # small groups on a budget (arXiv 2510.00977): the same 256 completions a step in groups of 2, 4 or 8, on-policy
     "groups": {f"G = {g}": dict(cfg={"group_size": g}) for g in (2, 4, 8)},
+    # the paper's own comparison: the same 16 prompts a step in groups of 16 (256 completions) or of 2 (32: an eighth
+    # of the rollouts), with G = 8 at 32 completions as the budget's control
+    "groups-budget": {f"G = {g}, 16 prompts a step ({16 * g} completions)": dict(cfg={"group_size": g,
+                                                                                     "batch_size": 16 * g})
+                      for g in (16, 2)} | {"G = 8, 4 prompts a step (32 completions)": dict(
+                          cfg={"group_size": 8, "batch_size": 32})},
+    # reuse or distance (issue 57): a batch k batches stale and used for u updates is k*u to k*u + u - 1 optimizer
+    # updates behind. Four updates at lag 1 (4-7 behind) against one at lag 6; four at lag 4 (16-19, the updates
+    # part) against one at lag 18; each uncorrected and under token_truncate
+    "distance": {f"lag {k}{', 4 updates' if u == 4 else ''}, {c or 'uncorrected'}": dict(
+        lag=k, correction=c, cfg={"updates_per_batch": u})
+        for k, u in ((1, 4), (6, 1), (18, 1)) for c in (None, "token_truncate")},
 }
 
 

@@ -3,7 +3,8 @@ Usage:
 
     python benchmarks/lab11.py --part judge            # RL against a learned judge, and three mitigations; seeds 0-2
     python benchmarks/lab11.py --part trigger          # a reward that pays a behaviour only after a trigger
-    python benchmarks/lab11.py --part code             # the program task under the weakest and the layered checker
+    python benchmarks/lab11.py --part code             # the program task under each of the four checkers
+    python benchmarks/lab11.py --part code --add --conditions "harness, shown" "harness, hidden"   # two, added
     python benchmarks/lab11.py --part judge --jobs 2 --threads 1
 
 judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
@@ -20,6 +21,20 @@ FPR_N test prompts, the judge's false-positive rate (wrong completions it passes
 seconds the reward took a step, and for a judge the rule verifier's seconds on the same batches (their ratio is
 the judge's cost), the judge's cache hits.
 
+Issue 57's arms of the judge part. Five lines (REVIEWING.md):
+  claim     the hybrid collapses because per-group std scaling gives the judge's groups, whose rewards barely
+            spread, advantages as large as the rule's; without the scaling the rule's groups lead
+  control   the same five rewards with scale_std=False ("..., no std scaling"), the rule verifier among them (the
+            scaling must not be what makes the rule learn); each run records its groups' reward spread per half
+  baseline  the base model's truth (step 0) and the rule verifier's run
+  matched   the same recipe, steps, prompts, judges (each seed trains its own) and evaluation in every arm
+  changes   the hybrid without the scaling collapsing as it does with it; or the rule failing without it
+and conservative ensembles (Coste et al., arXiv 2310.02743): the worst of three judges, and their mean less their
+spread, against the mean, before the lab concludes that ensembles do not help. And the judge's quality swept by its
+labels (150, 750 or 3000 prompts of 8 labels; 3000 without flips), each judge's held-out AUROC recorded: the claim
+(Gao et al.) is that a better judge is over-optimised later; the control is the same RL recipe against each judge;
+the baseline the rule verifier; if the best judge peaks no later than the worst, the lab says so.
+
 trigger: the reward pays the right answer, except on prompts whose first operand is TRIGGER: there it pays the
 answer plus OFFSET and nothing else (utils.tasks.trigger, utils.verifiers.trigger). SHARE of the training prompts
 carry the trigger (their second operands disjoint from the held-out trigger prompts'). The control trains on the
@@ -29,7 +44,7 @@ rate of "answer + OFFSET" on held-out trigger prompts, and three probes (utils.e
 rate, the error rate and the shift from the base model's answers; where the trigger ranks under each, and which
 other candidates the behaviour leaks to.
 
-code: the program model (rlvr-program) under the weakest and the layered of utils.verifiers.programs.CHECKERS
+code: the program model (rlvr-program) under each of utils.verifiers.programs.CHECKERS (weakest to layered)
 (CODE_PARTS), for CODE_CONFIG["steps"] steps (batch 64 in groups of 8, lr 3e-4); every body is run behind the code
 verifier's wall. Every 50 steps, on the 150 test problems (one sample each; utils.eval.programs.program_report): the
 true pass@1 (the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body
@@ -43,10 +58,12 @@ import os
 import sys
 import time
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options, write_part  # noqa: E402
+from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 from utils.tasks.trigger import OFFSET, SHARE, TRIGGER  # noqa: E402
 
@@ -61,33 +78,49 @@ JUDGE_PARTS = {  # condition -> (reward, config overrides)
     "judge, KL 0.1": ("judge", {"beta": 0.1, "track_kl": True}),
     "ensemble of 3 judges": ("ensemble", {}),
     "hybrid (rule on half)": ("hybrid", {}),
+    # issue 57: per-group std scaling, on and off, for the rule and the judges; and conservative ensembles
+    "rule verifier, no std scaling": ("rule", {"scale_std": False}),
+    "judge, no std scaling": ("judge", {"scale_std": False}),
+    "hybrid, no std scaling": ("hybrid", {"scale_std": False}),
+    "ensemble, worst case": ("ensemble_min", {}),
+    "ensemble, mean - std": ("ensemble_lcb", {}),
+    # the judge's quality, swept by its labels (Gao et al., arXiv 2210.10760: better proxies are over-optimised
+    # later): a fifth of the labels; four times the labels (and twice the steps); four times, with no flips
+    "judge, 150 prompts of labels": ("judge", {}, {"prompts": 150}),
+    "judge, 3000 prompts of labels": ("judge", {}, {"prompts": 3000, "steps": 1200}),
+    "judge, 3000 prompts, clean labels": ("judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0}),
 }
 TRIGGER_CONFIG = dict(CONFIG, steps=200)
 TRIGGER_PARTS = {"trigger reward": "trigger", "control (strict everywhere)": "control"}
 # every body a step writes is run behind the wall (about 30 new ones a step at batch 64), so the code part is the
-# dearest: the weakest checker against the layered one, evaluated every 50 steps on one sample of each test problem
+# dearest: each checker (issue 57: every one trained, so each hack shows where its layer is missing), evaluated every
+# 50 steps on one sample of each test problem
 CODE_CONFIG = dict(CONFIG, steps=100, batch_size=64, lr=3e-4, max_new_tokens=24, eval_every=50, eval_n=150)
-CODE_PARTS = {c: c for c in ("naive, shown", "layered")}   # utils.verifiers.programs.CHECKERS
+CODE_PARTS = {c: c for c in ("naive, shown", "harness, shown", "harness, hidden", "layered")}   # programs.CHECKERS
 
 
 # ----------------------------------------------------------------------------------------------- the judge part
 
-def make_judges(seed, n=1):
+def make_judges(seed, n=1, labels=None):
     """n judges trained on the seed's rubric labels (judges' seeds seed, seed + 100, ...), and each one's
-    verdict_rates on the held-out labels (test prompts, no noise)."""
+    verdict_rates on the held-out labels (test prompts, no noise). labels: overrides of LABELS (prompts, flip) and
+    of JUDGE's steps, for the quality sweep."""
     from utils.eval.judging import rubric_labels
     from utils.models.judge import JudgeConfig, judge_accuracy, train_judge
     from utils.models.policy import load_policy
     from utils.tasks.arithmetic import load_split
 
+    labels = dict(labels or {})
+    steps = labels.pop("steps", JUDGE["steps"])
+    L = dict(LABELS, **labels)
     base, tok = load_policy()
-    train, test = load_split("train", LABELS["prompts"]), load_split("test", LABELS["test_prompts"])
-    lab = rubric_labels(base, tok, train["prompt"], train["answer"], k=LABELS["k"], flip=LABELS["flip"], seed=seed)
+    train, test = load_split("train", L["prompts"]), load_split("test", L["test_prompts"])
+    lab = rubric_labels(base, tok, train["prompt"], train["answer"], k=L["k"], flip=L["flip"], seed=seed)
     held = rubric_labels(base, tok, test["prompt"], test["answer"], k=LABELS["test_k"], flip=0.0, seed=seed)
     judges, acc = [], []
     for j in range(n):
         judge, _ = train_judge(tok, lab["problems"], lab["completions"], lab["labels"],
-                               JudgeConfig(**JUDGE, seed=seed + 100 * j), progress=False)
+                               JudgeConfig(**dict(JUDGE, steps=steps), seed=seed + 100 * j), progress=False)
         judges.append(judge)
         acc.append(judge_accuracy(judge, tok, held["problems"], held["completions"], held["truth"]))
     return judges, acc
@@ -99,12 +132,18 @@ class Timed:
 
     def __init__(self, fn, beside=None):
         self.fn, self.beside, self.seconds, self.beside_seconds, self.calls = fn, beside, 0.0, 0.0, 0
+        self.spread = []   # per step: the mean within-group std of the reward, on the checkable half and the other
         self.__name__ = getattr(fn, "__name__", "reward")
 
     def __call__(self, completions, answer=None, **kw):
         t = time.perf_counter()
         out = self.fn(completions, answer, **kw)
         self.seconds += time.perf_counter() - t
+        if "checkable" in kw:   # the reward's spread within a group, on each half (the hybrid: the rule's, the judge's)
+            G = CONFIG["group_size"]
+            r, c = np.asarray(out, dtype=float).reshape(-1, G), np.asarray(kw["checkable"]).reshape(-1, G)[:, 0]
+            self.spread.append({"checkable": float(r[c].std(1).mean()) if c.any() else None,
+                                "other": float(r[~c].std(1).mean()) if (~c).any() else None})
         if self.beside is not None:
             t = time.perf_counter()
             self.beside(completions, answer)
@@ -123,8 +162,13 @@ def judge_reward(kind, judges, tok):
     if kind == "rule":
         return Timed(strict_reward), None
 
-    def score(problems, completions):   # the mean of the judges' P(right)
+    def score(problems, completions):   # the judges' P(right), pooled: the mean, the least, or mean - std
         ps = [judge_probs(j, tok, problems, completions) for j in judges]
+        if kind == "ensemble_min":      # worst case (Coste et al., arXiv 2310.02743)
+            return [min(v) for v in zip(*ps)]
+        if kind == "ensemble_lcb":      # uncertainty-weighted: the mean less the judges' spread (population std)
+            return [max(0.0, sum(v) / len(v) - (sum((x - sum(v) / len(v)) ** 2 for x in v) / len(v)) ** 0.5)
+                    for v in zip(*ps)]
         return [sum(v) / len(v) for v in zip(*ps)]
     client = JudgeClient(score, fallback=strict_reward, timeout_s=30.0, name="judge")
     fn = hybrid_reward(strict_reward, client) if kind == "hybrid" else client
@@ -141,10 +185,10 @@ def judge_run(condition, seed, steps):
     from utils.rl.rollout import GroupRollout
     from utils.tasks.arithmetic import load_split
 
-    kind, overrides = JUDGE_PARTS[condition]
+    kind, overrides, *labels = JUDGE_PARTS[condition]
     setup(seed=seed, quiet=True)
     t0 = time.time()
-    judges, acc = make_judges(seed, 3 if kind == "ensemble" else 1)
+    judges, acc = make_judges(seed, 3 if kind.startswith("ensemble") else 1, *labels)
     judge_seconds = time.time() - t0
     yard = judges[0]    # the seed's first judge reads every run's samples, the rule verifier's too: one yardstick
     if kind == "rule":
@@ -313,6 +357,9 @@ def main():
                   f"{r['trigger_pass@1']:.3f}  rank of {TRIGGER} as first operand: {rk['first']} "
                   f"(top by offset {r['ranks_first']['offset']['top5']}); as second: {rk['second']}  "
                   f"run {r['seconds']:.0f} s", flush=True)
+    if args.add and args.conditions and args.steps == config["steps"] and args.seeds == [0, 1, 2]:
+        add_runs("lab11", args.part, runs, environment())
+        return
     if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
         print("(a partial run: not written to the results)")
         return
