@@ -15,7 +15,7 @@ def run_options(ap, conditions_help=None):
     ap.add_argument("--jobs", type=int, default=1, help="runs side by side (default 1: one after another)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads per run with --jobs > 1")
     ap.add_argument("--add", action="store_true",
-                    help="with --conditions: add these conditions' runs to the stored part (add_runs), keeping the rest")
+                    help="with --conditions: add their runs to the stored part (add_runs), keeping the rest")
     return ap
 
 

@@ -53,4 +53,5 @@ def judge_report(policy, judge, tokenizer, prompts, answers, seed=0, reward_fn=s
     rates = verdict_rates(p, right.astype(float))
     return {"truth": float(right.mean()), "judge_mean": float(np.mean(p)),
             "false_pos_rate": rates["false_pos_rate"], "false_neg_rate": rates["false_neg_rate"],
-            "auroc": rates["auroc"], "top_share": Counter(t.strip() for t in ev["texts"]).most_common(1)[0][1] / len(ev["texts"])}
+            "auroc": rates["auroc"],
+            "top_share": Counter(t.strip() for t in ev["texts"]).most_common(1)[0][1] / len(ev["texts"])}
