@@ -44,7 +44,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options  # noqa: E402
+from benchmarks.common import add_runs, run_all, run_options  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 # the notebook's config (solutions/06_reward_design_on_traces.ipynb shows the same values and checks them)
@@ -110,7 +110,12 @@ SEQ_CLIP = {"outcome, gspo, clip 3e-4/4e-4": ("outcome", dict(OFFPOLICY["outcome
 STEPS = {"outcome": ("outcome", {}),
          "steps": ("valid steps", {}, {"steps_fn": "step_verdicts", "outcome_weight": 0.0}),
          "outcome + steps": ("outcome", {}, {"steps_fn": "step_verdicts", "outcome_weight": 1.0}),
-         "outcome, lr 2.5e-4": ("outcome", {"lr": 2.5e-4})}
+         "outcome, lr 2.5e-4": ("outcome", {"lr": 2.5e-4}),
+         # the sequence-level controls (issue 57): the same step verdicts, but as one number a completion (the share
+         # valid) with GRPO's ordinary advantage, so what separates them from the per-step arms is the credit per
+         # step, not the information in the verdicts
+         "steps, one reward a completion": ("valid steps", {}),
+         "outcome + steps, one reward a completion": ("outcome + valid steps", {})}
 # A free length (issue 35, item 3): the check model (data/check_model), pre-trained on the same noisy traces, half of
 # them with a check pass (the working written twice, scratchpad.with_check), so a right trace can be about twice as
 # long as it needs and the outcome reward pays the same. What each aggregation does to length when length is free:
@@ -135,6 +140,11 @@ def reward_fn(name):
         return traces.length_biased_reward(0.1)
     if name == "rubric":
         return traces.rubric()
+    if name == "outcome + valid steps":
+        def outcome_plus_steps(completions, answer=None, **kw):
+            return [o + v for o, v in zip(traces.outcome_reward(completions, answer, **kw),
+                                          traces.valid_steps_reward(completions, answer, **kw))]
+        return outcome_plus_steps
     return {"outcome": traces.outcome_reward, "process": traces.process_reward,
             "arithmetic": traces.arithmetic_reward, "valid steps": traces.valid_steps_reward}[name]
 
@@ -246,6 +256,9 @@ def main():
         fs = [r["final"] for r in runs if r["condition"] == c]
         print(f"{c:18s} " + "  ".join(f"{k} {min(f[k] for f in fs):.3f}-{max(f[k] for f in fs):.3f}"
                                       for k in ("pass@1", "cot_pass@1", "steps_exact", "length")))
+    if args.add and args.conditions and args.steps in (None, config["steps"]) and args.seeds == [0, 1, 2]:
+        add_runs("lab06", args.part, runs, environment())
+        return
     if args.steps not in (None, config["steps"]) or args.conditions:
         print("(a partial run: not written to the results)")
         return
