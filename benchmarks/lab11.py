@@ -215,7 +215,7 @@ def judge_run(condition, seed, steps):
            "judge_train_seconds": judge_seconds, "judge_heldout": acc,
            "final": hist[-1]["heldout_pass@1"],
            "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
-           "probe": reports, "reward_mean": [r["reward_mean"] for r in hist],
+           "probe": reports, "reward_mean": [r["reward_mean"] for r in hist], "group_spread": reward.spread,
            "reward_seconds_per_step": reward.seconds / max(reward.calls, 1),
            "rule_seconds_per_step_same_batches": (reward.beside_seconds / max(reward.calls, 1)
                                                   if reward.beside else None)}

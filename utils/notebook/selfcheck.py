@@ -305,8 +305,8 @@ QUESTIONS = {
             ("a clip against this batch's start, plus a capped weight", "The clip then bounds how far the updates on "
              "this batch move the policy (decoupled PPO), and a capped weight corrects for the sampler being older; "
              "uncorrected, the clip is spent on the staleness alone."),
-            ("nothing the clip does not already do", "With four updates, uncorrected runs never learned and corrected "
-             "ones did (Lab 10, section 6): the clip alone cannot bound both the staleness and the four updates."),
+            ("nothing the clip does not already do", "With four updates, uncorrected runs barely learned and corrected "
+             "ones learned (Lab 10, section 6): the clip alone cannot bound both the staleness and the four updates."),
             ("a KL penalty that pulls the learner back to the sampler", "No KL is added: the correction reweighs each "
              "token by a capped learner-to-sampler ratio and moves the clip to the policy before this batch's "
              "first update."),
