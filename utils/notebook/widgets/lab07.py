@@ -83,8 +83,8 @@ def scaling_explorer(fits, measured, default_model=None, default_budget=2048):
             ax.set_xscale("log")
             ax.set_xlabel("RL compute (completions sampled, log scale; dashed: beyond the measured points)")
             ax.set_ylabel("held-out pass@1")
-            ax.set_title(f"fitted sigmoids; {model.value} at {budget.value} completions: "
-                         f"{rows[model.value]['accuracy']:.3f}")
+            ax.set_title(f"fitted sigmoids (descriptions, not findings); {model.value} at {budget.value} "
+                         f"completions: {rows[model.value]['accuracy']:.3f}")
             ax.legend(loc="lower right", fontsize=8)
             plt.show()
         cells = "".join(
@@ -92,9 +92,13 @@ def scaling_explorer(fits, measured, default_model=None, default_budget=2048):
             f"<td>{r['accuracy']:.3f}</td><td>{r['gain_if_doubled']:+.3f}</td><td>{r['share_of_gain']:.0%}</td>"
             f"<td>{fits[n]['A']:.3f}</td><td>{'yes' if r['extrapolated'] else 'no'}</td></tr>"
             for n, r in rows.items())
-        table.value = (f"<table><tr><th>model</th><th>pass@1 at {budget.value}</th><th>doubling adds</th>"
-                       f"<th>share of A - R0 reached</th><th>asymptote A</th><th>extrapolated</th></tr>{cells}"
-                       f"</table>")
+        table.value = (f"<table><tr><th>model</th><th>pass@1 at {budget.value}</th><th>doubling adds (fitted)</th>"
+                       f"<th>share of A - R0 reached</th><th>asymptote A (fitted, not identified)</th>"
+                       f"<th>extrapolated</th></tr>{cells}</table>"
+                       f"<p>These read the fitted curves, not measurements: over one decade of compute the sigmoid's "
+                       f"A and midpoint are not identified (Lab 07 section 4), and the axis counts completions, not "
+                       f"FLOPs: a larger model's completion costs more (gpt2-6x192 about 3.3 times gpt2-4x128's), so "
+                       f"compare sizes at equal FLOPs, where the larger GPT-2 did not win.</p>")
 
     for widget in (model, budget):
         widget.observe(draw, names="value")
