@@ -240,7 +240,9 @@ def generation_metrics(model, tokenizer, rows, k=8, seed=0, max_new_tokens=64, r
     where = "generation_metrics"
     checks.model(where, "model", model)
     checks.tokenizer(where, "tokenizer", tokenizer)
-    rows_of(where, rows, ("prompt", "answer"))
+    names = list(rows) if isinstance(rows, dict) else getattr(rows, "column_names", None)
+    rows_of(where, rows, ("prompt", "answer") + (("a", "b") if isinstance(names, list) and {"a", "b"} <= set(names)
+                                                 else ()))   # a and b, where given, are read: check them too
     k = checks.number(where, "k", k, lo=2, hi=10_000, integer=True)
     max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, hi=100_000, integer=True)
     fits(where, "rows['prompt']", model, tokenizer, list(rows["prompt"]), max_new_tokens)
