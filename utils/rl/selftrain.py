@@ -284,7 +284,8 @@ def self_train(base, tokenizer, train, test, how, cfg=None, progress=True):
     rng = random.Random(cfg.seed)
     prompts, answers, a, b = (list(train[c]) for c in ("prompt", "answer", "a", "b"))
 
-    ref_texts = _judge(base, tokenizer, test, cfg.eval_k, cfg.seed + 10_000, cfg.max_new_tokens)[1]
+    ref_texts = evaluate(base, tokenizer, test["prompt"], test["answer"], k=cfg.eval_k, seed=cfg.seed + 10_000,
+                         max_new_tokens=cfg.max_new_tokens, reward_fn=outcome_reward)["texts"]   # the base's samples
 
     def judge(gen, kept, seconds):
         m = generation_metrics(model, tokenizer, test, k=cfg.eval_k, seed=cfg.seed, max_new_tokens=cfg.max_new_tokens,
