@@ -70,6 +70,34 @@ def _sandbox_pids():
     return pids
 
 
+def _others_pids():
+    """Processes started under another xdist worker: that worker's tests run sandboxes at the same
+    time as ours, and their harnesses are its business, not a leak of this test. A process that
+    escaped to init is no one's descendant and stays counted."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return set()
+    me = psutil.Process()
+    pids = set()
+    try:
+        for w in me.parent().children():
+            if w.pid != me.pid:
+                pids |= {w.pid} | {c.pid for c in w.children(recursive=True)}
+    except psutil.Error:
+        pass
+    return pids
+
+
+def _describe(pids):
+    out = []
+    for pid in sorted(pids):
+        try:
+            p = psutil.Process(pid)
+            out.append(f"{pid} ppid={p.ppid()} status={p.status()} cmd={' '.join(p.cmdline())[:120]!r}")
+        except psutil.Error:
+            out.append(f"{pid} (gone)")
+    return out
+
+
 def _alive_in_groups(groups, wait_s=2.0):
     """Live (not zombie) processes in the process groups `groups`, after up to wait_s for killed ones to go."""
     deadline = time.time() + wait_s
@@ -112,13 +140,13 @@ def clean(monkeypatch):
                     alive.append(c)
             except psutil.NoSuchProcess:
                 pass
-        return alive, _sandbox_pids() - sandboxed
+        return alive, _sandbox_pids() - sandboxed - _others_pids()
     deadline = time.time() + 3.0  # a process on its way out on a loaded machine gets a moment; a leak stays
     while any(left()) and time.time() < deadline:
         time.sleep(0.05)
     new_kids, new_sandboxed = left()
     assert not new_kids, new_kids
-    assert not new_sandboxed
+    assert not new_sandboxed, _describe(new_sandboxed)
     assert _scratch_dirs() == scratch
     for p in PWNED:
         assert not os.path.exists(p), p
