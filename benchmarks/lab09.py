@@ -39,6 +39,24 @@ the trace model (gpt2-4x128, 0.81 M parameters) with SIZE_STEPS GRPO steps; the 
 its verdicts (utils.verifiers.spurious.noisy_reward: each verdict flipped with probability q), q in SIZE_CONDITIONS.
 Each run is judged at the end on the whole test split, 4 samples a problem, with the exact verifier.
 
+  Issue 57's verifier with systematic errors (item 6), added with --add. Five lines (REVIEWING.md):
+  claim     a verifier whose errors are systematic (utils.verifiers.traces.last_digits_reward(2): it compares only
+            the answer's last two digits, so every wrong answer that ends right is paid, every time; on the base
+            models' train samples it pays 11-14% of all samples wrongly) costs more than random flips at about the
+            same starting error rate (q = 0.1), because RL can learn what it misses; and then the larger model's
+            head start need not survive it
+  control   random flips at q = 0.1 for each size ("large, q=0.1" stored; "small, q=0.1" added)
+  baseline  each size under the exact verifier (stored) and the base models
+  matched   FLOPs per size (the part's steps), recipe, prompts, seeds and the final exact evaluation; each run also
+            records, on the test split, the share of its samples the last-digits check pays that are wrong
+  changes   the last-digits arms ending level with or above their size's q = 0.1 arm on the seeds' ranges: then
+            systematic errors did not cost more than noise here
+  added after a review: q = 0.1 pays half the false passes the last-digits check does (and fails right answers),
+  so "false pass" pays a random share BASE_FALSE_PASS of the wrong answers and fails none, matched on the check's
+  starting false-pass rate; "large, q=0.1, again" repeats the stored arm in the added arms' environment; the small
+  model at 27 steps separates steps from size; the part's base_last2_paid_wrong is each base model's share on test.
+  Whether RL games the check (earns more from it than a policy aimed elsewhere) is read as pass@1 + paid-wrong.
+
 Measured at the end, with the condition's calculator (or none): the test split's pass@1 (600 problems, 4 samples),
 the 5-digit ood split's pass@1 and pass@32 (300 problems, 32 samples: problems no model here solves alone), the
 episodes' tool numbers (calls, miscopied operands, miscopied replies); each step records what the run was paid
@@ -66,7 +84,21 @@ SIZE_CONFIG = dict(TOOL_CONFIG)
 SIZE_STEPS = 90                     # the small model's steps; the large model's are set by FLOPs (size_steps)
 SIZES = {"small": "gpt2-4x128", "large": "gpt2-6x192"}
 SIZE_CONDITIONS = {"small, exact": ("small", 0.0), "small, q=0.2": ("small", 0.2), "large, exact": ("large", 0.0),
-                   "large, q=0.1": ("large", 0.1), "large, q=0.2": ("large", 0.2), "large, q=0.3": ("large", 0.3)}
+                   "large, q=0.1": ("large", 0.1), "large, q=0.2": ("large", 0.2), "large, q=0.3": ("large", 0.3),
+                   # issue 57: a verifier with systematic errors, and its random-flip control for the small model
+                   "small, q=0.1": ("small", 0.1), "small, last 2 digits": ("small", "last 2 digits"),
+                   "large, last 2 digits": ("large", "last 2 digits"),
+                   # a review's controls: random false passes at the last-digits check's starting false-pass rate
+                   # (a share p of the wrong answers paid, none of the right ones failed; BASE_FALSE_PASS); q = 0.1
+                   # for the large model again in the added arms' environment (drift, and its paid-wrong share);
+                   # the small model at the large one's 27 steps (steps against size)
+                   "small, false pass": ("small", "false pass"), "large, false pass": ("large", "false pass"),
+                   "large, q=0.1, again": ("large", 0.1),
+                   "small 27 steps, last 2 digits": ("small", "last 2 digits", 27),
+                   "small 27 steps, q=0.1": ("small", 0.1, 27)}
+# the share of the base models' wrong train samples (300 prompts x 4) that last_digits_reward(2) pays: 0.141 of all
+# the small model's samples (pass@1 0.321), 0.111 of the large one's (0.393); measured 2026-11-29 before the runs
+BASE_FALSE_PASS = {"small": 0.207, "large": 0.182}
 TEST_K, OOD_K = 4, 32
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "lab09.json")
 
@@ -131,23 +163,50 @@ def size_steps(steps_small):
 
 
 def size_run(condition, seed, steps):
+    from utils.eval.metrics import evaluate
     from utils.models.policy import load_policy
     from utils.rl.grpo import GRPOConfig
     from utils.runs.traces import train_on_traces
     from utils.tasks import scratchpad
-    from utils.verifiers.spurious import noisy_reward
-    from utils.verifiers.traces import outcome_reward
+    from utils.verifiers.spurious import false_pass_reward, noisy_reward
+    from utils.verifiers.traces import last_digits_reward, outcome_reward
 
     setup(seed, quiet=True)
-    size, q = SIZE_CONDITIONS[condition]
+    size, q, *own_steps = SIZE_CONDITIONS[condition]
+    n_steps = own_steps[0] if own_steps else steps[size]
     base, tok = load_policy(SIZES[size])
-    cfg = GRPOConfig(**dict(SIZE_CONFIG, steps=steps[size], seed=seed))
-    r = train_on_traces(base, tok, noisy_reward(outcome_reward, q, seed=seed), cfg, scratchpad.load_split("train"),
-                        scratchpad.load_split("test"), eval_k=TEST_K, progress=False)
-    return {"condition": condition, "size": size, "q": q, "seed": seed, "steps": steps[size],
+    cfg = GRPOConfig(**dict(SIZE_CONFIG, steps=n_steps, seed=seed))
+    reward = last_digits_reward(2) if q == "last 2 digits" else \
+        false_pass_reward(outcome_reward, BASE_FALSE_PASS[size], seed=seed) if q == "false pass" else \
+        noisy_reward(outcome_reward, q, seed=seed)
+    test = scratchpad.load_split("test")
+    r = train_on_traces(base, tok, reward, cfg, scratchpad.load_split("train"), test, eval_k=TEST_K, progress=False)
+    texts = evaluate(r["model"], tok, test["prompt"], test["answer"], k=TEST_K, seed=0,
+                     max_new_tokens=SIZE_CONFIG["max_new_tokens"])["texts"]
+    rep = [x for x in test["answer"] for _ in range(TEST_K)]
+    right, ends = outcome_reward(texts, rep), last_digits_reward(2)(texts, rep)
+    return {"condition": condition, "size": size, "q": q, "seed": seed, "steps": n_steps,
             "seconds": round(r["seconds"], 1), "final": r["final"],
+            "last2_paid_wrong": sum(e > g for e, g in zip(ends, right)) / len(texts),
             "history": [{k: h.get(k) for k in ("step", "reward_mean", "completion_len", "entropy")}
                         for h in r["history"]]}
+
+
+def base_paid_wrong(name):
+    """The share of a base model's test samples (the whole split, TEST_K each, seed 0: as size_run measures a run)
+    that last_digits_reward(2) pays and the exact outcome check does not."""
+    from utils.eval.metrics import evaluate
+    from utils.models.policy import load_policy
+    from utils.tasks import scratchpad
+    from utils.verifiers.traces import last_digits_reward, outcome_reward
+
+    m, tok = load_policy(name)
+    test = scratchpad.load_split("test")
+    texts = evaluate(m, tok, test["prompt"], test["answer"], k=TEST_K, seed=0,
+                     max_new_tokens=SIZE_CONFIG["max_new_tokens"])["texts"]
+    rep = [x for x in test["answer"] for _ in range(TEST_K)]
+    right, ends = outcome_reward(texts, rep), last_digits_reward(2)(texts, rep)
+    return sum(e > g for e, g in zip(ends, right)) / len(texts)
 
 
 def base_tool_numbers():
@@ -213,6 +272,13 @@ def main():
         payload = {"config": SIZE_CONFIG, "sizes": SIZES, "steps": steps, "flops_per_step": flops, "test_k": TEST_K,
                    "seeds": args.seeds, "base": base, "runs": runs}
         full = args.steps in (None, SIZE_STEPS) and not args.conditions
+        if args.add and args.conditions and args.steps in (None, SIZE_STEPS) and args.seeds == [0, 1, 2]:
+            from benchmarks.common import add_runs
+            add_runs("lab09", args.part, runs, environment())
+            out = json.load(open(RESULTS))
+            out[args.part]["base_last2_paid_wrong"] = {size: base_paid_wrong(name) for size, name in SIZES.items()}
+            write(args.part, out[args.part])
+            return
     else:
         steps = args.steps or TOOL_CONFIG["steps"]
         conditions = args.conditions or list(TOOL_CONDITIONS)

@@ -1187,22 +1187,28 @@ def test_verified_pairs_right_version_reference_and_stub(capsys):
 
 # ------------------------------------------------------------------------------------ Lab 09: an episode's row
 
-def episode(segments, max_len, pad_id, *, mistake=None):
+def episode(segments, max_len, tokenizer, *, mistake=None):
+    pad_id = tokenizer.pad_token_id
     ids, who = [], []
     for w, seg in segments:
         if mistake == "environment dropped" and w == "env":
             continue
+        if mistake == "each segment decoded and encoded again":
+            seg = tokenizer(tokenizer.decode(seg), add_special_tokens=False)["input_ids"]
         ids += seg
         who += [w] * len(seg)
+    if mistake == "the text decoded and encoded again":   # the segments' token counts kept for the masks
+        ids = tokenizer(tokenizer.decode(ids), add_special_tokens=False)["input_ids"]
+        who = (who + [who[-1]] * len(ids))[:len(ids)]
     if mistake != "no cut":
         ids, who = ids[:max_len], who[:max_len]
     n = len(ids)
-    own = [1 if (w == "policy" or (mistake == "an EOS always the policy's" and t == 0)) else 0
+    own = [1 if (w == "policy" or (mistake == "an EOS always the policy's" and t == tokenizer.eos_token_id)) else 0
            for w, t in zip(who, ids)]
     if mistake == "loss on every token":
         own = [1] * n
     if mistake == "EOS never in the loss":
-        own = [o if t != 0 else 0 for o, t in zip(own, ids)]
+        own = [o if t != tokenizer.eos_token_id else 0 for o, t in zip(own, ids)]
     if mistake == "loss mask inverted":
         own = [1 - o for o in own]
     pad = max(0, max_len - n)
@@ -1219,7 +1225,9 @@ EPISODE_MUTANTS = {"environment dropped": "environment's included", "no cut": "i
                    "only on the tokens the policy wrote", "EOS never in the loss": "its own EOS included",
                    "loss mask inverted": "loss_mask", "padding read": "completion_mask",
                    "an EOS always the policy's": "the EOS of a cut",
-                   "masks read from the ids (!= pad_id)": "pad id is also a real token"}
+                   "masks read from the ids (!= pad_id)": "pad id can be a real token",
+                   "the text decoded and encoded again": r"BPE tokenizer.*\n.*ids.*decoded and encoded again.* ' >'",
+                   "each segment decoded and encoded again": r"BPE tokenizer.*\n.*ids.*decoded and encoded again"}
 
 
 @pytest.mark.parametrize("mistake", list(EPISODE_MUTANTS))
@@ -1227,9 +1235,24 @@ def test_episode_tensors_mutant_rejected(mistake):
     rejected(ex.check_episode_tensors, partial(episode, mistake=mistake), EPISODE_MUTANTS[mistake])
 
 
+@pytest.mark.parametrize("mistake", ["the text decoded and encoded again", "each segment decoded and encoded again"])
+def test_only_the_bpe_cases_catch_encoding_again(mistake, monkeypatch):
+    """With the character tokenizer, decoding and encoding again gives the ids back, so a version that does it passes
+    every character case: the check rejects it (above) only through its BPE cases, worked and generated."""
+    import utils.notebook.exercises.lab09 as lab09
+
+    monkeypatch.setattr(lab09, "EPISODE_CASES", [c for c in lab09.EPISODE_CASES if c[1] == "chars"])
+    generated = lab09._episode_cases
+    monkeypatch.setattr(lab09, "_episode_cases", lambda rng, n=40: [c for c in generated(rng, n)
+                                                                    if c[2].pad_token_id != c[2].eos_token_id])
+    wrong = partial(episode, mistake=mistake)
+    assert ex.check_episode_tensors(wrong) is wrong
+
+
 def test_episode_tensors_right_version_reference_and_stub(capsys):
     from utils.tasks.tools import episode_tensors
     assert ex.check_episode_tensors(episode) is episode
+    assert "one with a BPE tokenizer" in capsys.readouterr().out
     assert ex.check_episode_tensors(episode_tensors) is episode_tensors
     assert ex.check_episode_tensors(stub) is episode_tensors and "NOTE" in capsys.readouterr().out
 

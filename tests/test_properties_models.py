@@ -356,7 +356,8 @@ FEW_CASES = {
                                                               k=2, tool=False, max_new_tokens=8),
                                 lambda r, kw: r is not None),
     "trl_tools.scripted_episodes": (scripted_episodes, dict(
-        episodes={"1+2:": ("3", {"1+2:": "?1+2=", "1+2:?1+2=3 ": ">3"})}, max_calls=1, group_size=2, seed=0),
+        episodes={"1+2:": ("3", {"1+2:": "?1+2=", "1+2:?1+2=3 ": ">3"})}, max_calls=1, group_size=2, seed=0,
+        merges=((" ", ">"),)),
         lambda r, kw: set(r[1]) == set(kw["episodes"]) and all(len(v[1]) == kw["group_size"] for v in r[1].values())),
     "traces.train_on_traces": (train_on_traces, dict(base="MODEL", tokenizer="TOK", reward_fn=outcome_reward,
                                                      cfg=_cfg(max_new_tokens=24), train=ROWS, test=ROWS, eval_k=1,

@@ -229,3 +229,23 @@ def test_noisy_reward_flips_at_its_rate_seeded():
         noisy_reward(outcome_reward, 1.5)
     with pytest.raises(ValueError, match="reward_fn"):
         noisy_reward("outcome", 0.1)
+
+
+def test_false_pass_reward_pays_wrong_ones_at_its_rate_and_fails_no_right_one():
+    import numpy as np
+
+    from utils.verifiers.spurious import false_pass_reward
+    from utils.verifiers.traces import outcome_reward
+    texts, answers = [">5", ">6"] * 5000, ["5"] * 10000            # the exact verifier: 1, 0, 1, 0, ...
+    exact = np.array(outcome_reward(texts, answers))
+    assert false_pass_reward(outcome_reward, 0.0)(texts, answers) == exact.tolist()
+    assert false_pass_reward(outcome_reward, 1.0)(texts, answers) == [1.0] * len(texts)
+    got = np.array(false_pass_reward(outcome_reward, 0.2, seed=4)(texts, answers))
+    assert (got[exact == 1] == 1).all(), "a right answer is never failed"
+    assert abs((got[exact == 0] == 1).mean() - 0.2) < 0.03, "a wrong one is paid at rate p"
+    assert got.tolist() == false_pass_reward(outcome_reward, 0.2, seed=4)(texts, answers)   # seeded
+    assert "p=0.20" in false_pass_reward(outcome_reward, 0.2).__name__
+    with pytest.raises(ValueError, match="p"):
+        false_pass_reward(outcome_reward, -0.1)
+    with pytest.raises(ValueError, match="reward_fn"):
+        false_pass_reward(None, 0.1)

@@ -304,3 +304,59 @@ def test_a_bpe_tokenizer_merges_across_what_the_policy_and_the_tool_wrote():
         bpe_tokenizer("34")
     with pytest.raises(ValueError, match="segments"):
         retokenised(tok, [("user", [1])])
+
+
+def test_episode_tensors_by_hand_with_either_tokenizer():
+    """The row by hand: the segments' ids as they are (the BPE's '3', '4' as sampled, not the '34' encoding gives),
+    cut at max_len, padded with the tokenizer's pad_token_id (the character tokenizer's <pad> 0; the BPE's, which is
+    its EOS, 0 too, so a mask read from the ids would drop the policy's EOS); its EOS where the tokenizer has no pad
+    (GPT-2's); a tokenizer with neither is refused by name."""
+    from utils.tasks.tools import bpe_tokenizer, episode_tensors
+
+    chars = char_tokenizer(ALPHABET, max_length=64)   # <pad> 0, <eos> 1, '0'-'9' 3-12, '+' 13, '=' 14, '>' 15, ' ' 17
+    segments = [("policy", [19, 4, 13, 5, 14]), ("env", [6, 17]), ("policy", [15, 6, 1])]   # ?1+2= | 3 ' ' | >3 <eos>
+    ids, done, own = episode_tensors(segments, 12, chars)
+    assert ids.tolist() == [19, 4, 13, 5, 14, 6, 17, 15, 6, 1, 0, 0]
+    assert done.tolist() == [1] * 10 + [0, 0] and own.tolist() == [1] * 5 + [0, 0] + [1] * 3 + [0, 0]
+    ids, done, own = episode_tensors(segments, 6, chars)
+    assert ids.tolist() == [19, 4, 13, 5, 14, 6] and done.tolist() == [1] * 6 and own.tolist() == [1] * 5 + [0]
+    bpe = bpe_tokenizer()   # <eos> 0 (its pad), '3' 4, '4' 5, '8' 9, '>' 13, ' ' 15, '34' 20
+    segments = [("env", [9, 20, 15]), ("policy", [13, 9, 4, 5, 0])]   # 8 34 ' ' | > 8 3 4 <eos>
+    ids, done, own = episode_tensors(segments, 10, bpe)
+    assert ids.tolist() == [9, 20, 15, 13, 9, 4, 5, 0, 0, 0]
+    assert done.tolist() == [1] * 8 + [0, 0] and own.tolist() == [0, 0, 0] + [1] * 5 + [0, 0]
+    bpe.pad_token = None   # as GPT-2's: no pad, so its EOS pads
+    assert bpe.pad_token_id is None and episode_tensors(segments, 9, bpe)[0].tolist()[-1] == 0
+
+    class NoPad:
+        pad_token_id = eos_token_id = None
+
+        def __call__(self, text):
+            return {"input_ids": []}
+
+        def decode(self, ids):
+            return ""
+
+    with pytest.raises(ValueError, match="tokenizer has no pad_token_id or eos_token_id"):
+        episode_tensors(segments, 9, NoPad())
+    with pytest.raises(ValueError, match="tokenizer must be a tokenizer"):
+        episode_tensors(segments, 9, 0)
+
+
+def test_tool_tokenizer_with_merges_is_the_bpe_with_the_templates():
+    """tool_tokenizer(merges=...) is bpe_tokenizer(merges) carrying TRL's two templates and max_length; without merges
+    it is the character tokenizer, as before."""
+    from utils.rl.trl_tools import CHAT_TEMPLATE, RESPONSE_TEMPLATE, tool_tokenizer
+
+    tok = tool_tokenizer(max_length=32, merges=((" ", ">"), ("3", "4")))
+    assert (tok.chat_template, tok.response_template, tok.model_max_length) == (CHAT_TEMPLATE, RESPONSE_TEMPLATE, 32)
+    assert tok.convert_ids_to_tokens(tok("834 >834", add_special_tokens=False)["input_ids"]) == \
+        ["8", "34", " >", "8", "34"]
+    assert tok.pad_token_id == tok.eos_token_id == 0 and len(tok) == 21
+    chars = tool_tokenizer()
+    assert (chars.pad_token_id, chars.eos_token_id, len(chars)) == (0, 1, 21)
+    assert chars.chat_template == CHAT_TEMPLATE
+    with pytest.raises(ValueError, match="max_length"):
+        tool_tokenizer(max_length=0, merges=())
+    with pytest.raises(ValueError, match="merges"):
+        tool_tokenizer(merges="34")

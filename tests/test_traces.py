@@ -133,11 +133,28 @@ def test_length_biased_reward_by_hand():
             T.length_biased_reward(bad)
 
 
+def test_last_digits_reward_by_hand():
+    fn = T.last_digits_reward(2)
+    texts = ["8+6+0=14 7+5+1=13 4+3+1=8 >834", ">1234", ">843", ">34", "8+6+0=14 >934", "no answer", ">5"]
+    assert fn(texts, answer=["834"] * 6 + ["105"]) == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]  # 5 = 105 mod 100
+    assert T.outcome_reward(texts[:2], answer="834") == [1.0, 0.0], "the exact check pays only the right answer"
+    assert fn([">834", ">34"], a=478, b=356) == [1.0, 1.0], "without an answer column: the operands' sum"
+    assert T.last_digits_reward(1)([">4", ">24", ">835"], answer=834.0) == [1.0, 1.0, 0.0]
+    assert T.last_digits_reward(3)([">1834", ">34"], answer="834") == [1.0, 0.0]
+    assert fn.__name__ == "last_digits_reward(n=2)" and fn.n == 2
+    for bad in (0, 19, 2.0, "2", True, None):
+        with pytest.raises(ValueError, match="n="):
+            T.last_digits_reward(bad)
+    with pytest.raises(ValueError, match="answer"):
+        fn([">834"])
+
+
 def test_never_raises_and_one_score_each():
     junk = [None, b"8+6+0=14 >14", 834, 8.5, "1" * 10 ** 6, " ".join(["1+1+0=2"] * 10_000) + " >2",
             "", [{"role": "assistant", "content": GOOD}], {"x": 1}, "\x00>834"]
     fns = [T.outcome_reward, T.format_reward, T.arithmetic_reward, T.process_reward, T.process_strict_reward,
-           T.trace_reward, T.shaped_reward(), T.rubric_reward, T.length_biased_reward(), T.valid_steps_reward]
+           T.trace_reward, T.shaped_reward(), T.rubric_reward, T.length_biased_reward(), T.valid_steps_reward,
+           T.last_digits_reward(2)]
     for fn in fns:
         got = fn(junk, answer="834", a=478, b=356)  # shared column values are allowed too
         assert len(got) == len(junk) and all(isinstance(g, float) for g in got)

@@ -10,7 +10,11 @@ docstrings), and get_reward(), the reward the environment owns.
 scripted_episodes runs given episodes through TRL's own generation-and-scoring step with the policy's turns
 scripted, so what comes back is TRL's bookkeeping (tokens, masks, rewards), not a model's sampling: our char
 model stops only at EOS, not at a call's '=', so TRL could not hand it a reply mid-completion the way our
-sample(env=...) does. tests/test_trl_tools.py checks that TRL and our loop agree on it.
+sample(env=...) does. tests/test_trl_tools.py checks that TRL and our loop agree on it, with the character
+tokenizer and with a small BPE (tool_tokenizer(merges=...)) whose merges cross what the policy and the tool wrote:
+TRL keeps the ids as written there too (it appends the tool's reply as ids and never re-encodes the episode), and
+refuses (ValueError) a merge across the call's '=' and the reply, which its way of cutting the reply's tokens
+out of a rendered conversation cannot place.
 """
 import os
 
@@ -54,11 +58,19 @@ class CalculatorEnv:
         return float(bool(self.replies) and self.replies[-1] == self.answer)
 
 
-def tool_tokenizer(max_length=64):
-    """Our character tokenizer over the calculator's alphabet, with the chat and response templates TRL needs."""
+def tool_tokenizer(max_length=64, merges=None):
+    """Our character tokenizer over the calculator's alphabet, with the chat and response templates TRL needs; with
+    `merges` (pairs of strings, as utils.tasks.tools.bpe_tokenizer takes them), that small BPE instead, whose merges
+    can cross what the policy and the tool wrote (its EOS is its padding, as GPT-2's is)."""
     from utils.models.policy import char_tokenizer
+    from utils.tasks.tools import bpe_tokenizer
 
-    tok = char_tokenizer(ALPHABET, max_length=max_length)
+    if merges is None:
+        tok = char_tokenizer(ALPHABET, max_length=max_length)
+    else:
+        tok = bpe_tokenizer(merges)
+        tok.model_max_length = checks.number("tool_tokenizer", "max_length", max_length, lo=1, hi=1_000_000,
+                                             integer=True)
     tok.chat_template, tok.response_template = CHAT_TEMPLATE, RESPONSE_TEMPLATE
     return tok
 
@@ -92,14 +104,15 @@ def our_segments(tokenizer, prompt, script, max_calls=2):
     raise ValueError(f"{where}: script runs past the cap of {max_calls} calls without the calculator cutting it")
 
 
-def scripted_episodes(episodes, max_calls=2, group_size=2, seed=0):
+def scripted_episodes(episodes, max_calls=2, group_size=2, seed=0, merges=None):
     """TRL's record of scripted calculator episodes. episodes: {prompt: (answer, {context: the policy's next
     turn})}, each turn a str ('?478+356=' a call, '>834' the answer, which gets EOS); the context is the prompt and
     everything written so far. Each prompt is run as one group of group_size rows through a fresh
     GRPOTrainer(environment_factory=CalculatorEnv) with max_tool_calling_iterations=max_calls, on the CPU with a
-    1-layer model (its weights never matter: nothing is sampled). Returns (tokenizer, {prompt: (TRL's
-    _generate_and_score_completions dict: completion_ids, completion_mask, tool_mask, ... [group_size, T],
-    the environment's rewards [group_size])})."""
+    1-layer model (its weights never matter: nothing is sampled). The tokenizer is tool_tokenizer(merges=merges):
+    character-level by default, a small BPE with merges. Each turn is the tokenizer's encoding of its text, given
+    to TRL as token ids. Returns (tokenizer, {prompt: (TRL's _generate_and_score_completions dict:
+    completion_ids, completion_mask, tool_mask, ... [group_size, T], the environment's rewards [group_size])})."""
     import tempfile
 
     import torch
@@ -128,7 +141,7 @@ def scripted_episodes(episodes, max_calls=2, group_size=2, seed=0):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    tok = tool_tokenizer()
+    tok = tool_tokenizer(merges=merges)
     torch.manual_seed(checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True))
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(   # 1 layer: nothing is sampled from it
         vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=tok.eos_token_id,

@@ -103,18 +103,24 @@ def parse_episode(text):
 WHO = ("policy", "env")
 
 
-def episode_tensors(segments, max_len, pad_id):
+def episode_tensors(segments, max_len, tokenizer):
     """One episode's row as a trainer needs it: segments [(who, token ids), ...] in the order written, who "policy"
     (the model sampled them) or "env" (the environment appended them: a tool's answer, or the EOS of a cut), as
-    ids. Returns (ids [max_len] long, completion_mask [max_len] long: 1 on every token of the episode, read by the
-    model, loss_mask [max_len] long: 1 on the policy's own tokens only). The ids are the segments' ids as they
-    are, never decoded and re-tokenised (token in, token out); an episode over max_len tokens is cut there; the
-    rest is pad_id with masks 0."""
+    ids of `tokenizer`. Returns (ids [max_len] long, completion_mask [max_len] long: 1 on every token of the
+    episode, read by the model, loss_mask [max_len] long: 1 on the policy's own tokens only). The ids are the
+    segments' ids as they are, never decoded and re-encoded (token in, token out: with a BPE tokenizer the text
+    encoded again can be other tokens, see retokenised); an episode over max_len tokens is cut there; the rest is
+    the tokenizer's pad_token_id (its EOS where it has none, as GPT-2's), with masks 0. Only that id is read from
+    the tokenizer."""
     import torch
 
     where = "episode_tensors"
     max_len = checks.number(where, "max_len", max_len, lo=1, hi=1_000_000, integer=True)
-    pad_id = checks.number(where, "pad_id", pad_id, lo=0, hi=2**63 - 1, integer=True)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else getattr(tokenizer, "eos_token_id", None)
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int) or pad_id < 0:
+        raise ValueError(f"{where}: tokenizer has no pad_token_id or eos_token_id to pad with (got {pad_id!r}): "
+                         f"set tokenizer.pad_token = tokenizer.eos_token")
     if isinstance(segments, (str, bytes, dict)) or not isinstance(segments, (list, tuple)) or not all(
             isinstance(s, (list, tuple)) and len(s) == 2 and s[0] in WHO and isinstance(s[1], (list, tuple)) and
             all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in s[1]) for s in segments):
@@ -162,7 +168,7 @@ def retokenised(tokenizer, segments):
     round, by the characters each token covers)."""
     where = "retokenised"
     checks.tokenizer(where, "tokenizer", tokenizer)
-    episode_tensors(segments, 1, 0)   # checks segments (the row itself is not needed)
+    episode_tensors(segments, 1, tokenizer)   # checks segments (the row itself is not needed)
     written = [t for _, seg in segments for t in seg]
     own = [int(who == "policy") for who, seg in segments for _ in seg]
     if any(t >= len(tokenizer) for t in written):

@@ -1,6 +1,6 @@
 """Rewards that carry no information about the answer, for the random-reward control (Lab 03):
 a rate-matched coin flip and a reward for being wrong (spurious rewards: arXiv 2506.10947); and a verifier made
-wrong on a share of its verdicts (noisy_reward, Lab 09).
+wrong on a share of its verdicts (noisy_reward, Lab 09), or passing a share of the wrong ones (false_pass_reward).
 Same signature as every verifier (signature.py)."""
 import numpy as np
 
@@ -41,4 +41,20 @@ def noisy_reward(reward_fn, q, seed=0):
         flip = rng.random(len(scores)) < q
         return [1.0 - s if f else s for s, f in zip(scores, flip)]
     reward.__name__ = f"noisy_reward({getattr(reward_fn, '__name__', 'reward')}, q={q:.2f})"
+    return reward
+
+
+def false_pass_reward(reward_fn, p, seed=0):
+    """reward_fn (a 0/1 verifier in the shared signature) that also pays each completion it fails with probability
+    p, independently and seeded: false passes at random, never a false fail (Lab 09's control for a verifier whose
+    errors are all false passes, matched on their rate). p=0 is reward_fn itself; p=1 pays everything."""
+    checks.function("false_pass_reward", "reward_fn", reward_fn)
+    p = checks.number("false_pass_reward", "p", p, lo=0, hi=1)
+    rng = np.random.default_rng(checks.number("false_pass_reward", "seed", seed, lo=0, integer=True))
+
+    def reward(completions, *args, **kwargs):
+        scores = reward_fn(completions, *args, **kwargs)
+        lucky = rng.random(len(scores)) < p
+        return [1.0 if (s == 0 and hit) else s for s, hit in zip(scores, lucky)]
+    reward.__name__ = f"false_pass_reward({getattr(reward_fn, '__name__', 'reward')}, p={p:.2f})"
     return reward

@@ -17,6 +17,8 @@ is a number however the column holds it (834, 834.0, "834", numpy's 834).
     length_biased  outcome + a bonus per step written, right or not: a reward that correlates with
                length, as a judge that likes to see working does
     rubric     the share of RUBRIC's criteria met, each a programmatic check
+    last_digits  1.0 iff the answer's last n digits are right: a verifier with a systematic blind spot (Lab 09):
+               it pays every wrong answer that ends right, the same way every time
 """
 import math
 import re
@@ -268,6 +270,36 @@ def length_biased_reward(per_step=0.1):
     length_biased.__name__ = "length_biased_reward"
     length_biased.per_step = per_step
     return length_biased
+
+
+def last_digits_reward(n=2):
+    """A verifier with a systematic error: 1.0 iff the answer after the last '>' equals the right answer modulo
+    10**n (its last n digits; the steps are not read), so every wrong answer that ends right is paid, on every
+    call: a check that compares only the low digits. n: an integer from 1 to 18 (ValueError naming it otherwise).
+    E.g. n=2, answer 834: '>834' and '>1234' score 1.0, '>843' 0.0; answer 105: '>5' scores 1.0 (5 = 105 mod 100).
+    Returns a reward function (TRL's signature), reading `answer` (or a and b, whose sum it is)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 18:
+        raise ValueError(f"last_digits_reward: n={n!r} must be an integer from 1 to 18 (the digits compared)")
+
+    def score(j):
+        got, want = j["parsed"]["answer"] if j["parsed"] else None, j["want"]
+        return got is not None and want is not None and int(got) % 10 ** n == int(want) % 10 ** n
+
+    def last_digits(completions, answer=None, a=None, b=None, **kwargs):
+        _needs("last_digits_reward", "answer", answer, a, b)
+        out = []
+        for text, ans, x, y in per_completion(completions, answer, a, b):
+            ab = _ints(x, y)
+            want = _target(ans) if ans is not None else (sum(ab) if ab else None)
+            try:
+                out.append(float(score({"parsed": parse(text), "want": want})))
+            except Exception:  # noqa: BLE001 - a verifier never raises: what it cannot judge scores 0.0
+                out.append(0.0)
+        return out
+
+    last_digits.__name__ = f"last_digits_reward(n={n})"
+    last_digits.n = n
+    return last_digits
 
 
 RUBRIC = {  # criterion -> what it checks

@@ -1,5 +1,7 @@
 """Lab 09's checks (what you verify): STaR's verified filter, and an episode's row for the trainer (which tokens the
-model reads and which it is trained on)."""
+model reads and which it is trained on, and the ids as written, with a character tokenizer and a BPE)."""
+import functools
+
 import torch
 
 from utils.notebook.exercises.common import (
@@ -13,7 +15,7 @@ from utils.notebook.exercises.common import (
     learner_check,
 )
 from utils.rl.selftrain import verified_pairs
-from utils.tasks.tools import episode_tensors
+from utils.tasks.tools import ALPHABET, bpe_tokenizer, episode_tensors
 
 # (what the case tests, prompts, texts: k completions a prompt in order, answers, k)
 VERIFIED_CASES = [
@@ -92,44 +94,107 @@ def _worked_verified(fn):
                                 f"  expected {want}\n  got      {_short(got, 300)}\nHint: {hint}.")
 
 
-# (what the case tests, segments, max_len, pad_id); ids: 1-9 the policy's, 20-29 the calculator's, 0 EOS, 99 padding
+# (what the case tests, the tokenizer: "chars" (the calculator's, char_tokenizer(ALPHABET): <pad> 0, <eos> 1) or "bpe"
+# (tools.bpe_tokenizer(): '34' and ' >' merged, <eos> 0 and also the padding, as GPT-2's), segments as each
+# segment's tokens, max_len)
 EPISODE_CASES = [
-    ("a call, the calculator's answer, the policy's answer and its EOS", [("policy", [1, 2, 3]), ("env", [21, 22]),
-                                                                         ("policy", [4, 5, 0])], 10, 99),
-    ("a runaway episode cut by the cap: the EOS is the environment's, so it carries no loss",
-     [("policy", [1, 2]), ("env", [21]), ("policy", [3, 4]), ("env", [0])], 8, 99),
-    ("no call at all (a trace): every token the policy's", [("policy", [1, 2, 3, 0])], 5, 99),
-    ("longer than max_len: cut at max_len", [("policy", [1, 2]), ("env", [21, 22, 23]), ("policy", [4, 0])], 4, 99),
+    ("a call, the calculator's answer, the policy's answer and its EOS", "chars",
+     [("policy", list("?12+3=")), ("env", list("15 ")), ("policy", [">", "1", "5", "<eos>"])], 15),
+    ("a runaway episode cut by the cap: the EOS is the environment's, so it carries no loss", "chars",
+     [("policy", list("?5+5=")), ("env", list("10 ")), ("policy", list("?5+5=")), ("env", ["<eos>"])], 16),
+    ("no call at all (a trace): every token the policy's", "chars", [("policy", list("1+2+0=3 >3") + ["<eos>"])], 12),
+    ("longer than max_len: cut at max_len", "chars",
+     [("policy", list("?12+3=")), ("env", list("15 ")), ("policy", [">", "1", "5", "<eos>"])], 8),
+    ("a BPE tokenizer (GPT-2's kind, its pad its EOS): the calculator wrote '834 ' as '8', '34', ' ' and the policy "
+     "sampled '>', '8', '3', '4' one token at a time, so the text encoded again is other tokens", "bpe",
+     [("policy", list("?478+356=")), ("env", ["8", "34", " "]), ("policy", [">", "8", "3", "4", "<eos>"])], 19),
 ]
 
 
-@learner_check("(segments, max_len, pad_id)", "(ids, completion_mask, loss_mask), three tensors [max_len]")
+@functools.cache
+def _tokenizer(kind):
+    """The check's two tokenizers, built once: "chars" (the calculator's characters) or "bpe" (a small BPE)."""
+    from utils.models.policy import char_tokenizer
+
+    return char_tokenizer(ALPHABET) if kind == "chars" else bpe_tokenizer()
+
+
+def _case(kind, tokens, max_len):
+    """(segments as ids, max_len, tokenizer) from a case's tokens."""
+    tok = _tokenizer(kind)
+    return [(who, tok.convert_tokens_to_ids(list(t))) for who, t in tokens], max_len, tok
+
+
+def _named(tok):
+    """A tokenizer as a message names it."""
+    return (f"the course's small BPE (pad_token_id {tok.pad_token_id}, also its EOS)" if tok.pad_token_id ==
+            tok.eos_token_id else f"the calculator's character tokenizer (pad_token_id {tok.pad_token_id})")
+
+
+def _as_tokens(segments, tok):
+    """segments with each id shown as its token: [('policy', ['?', '1', ...]), ...]."""
+    return [(who, tok.convert_ids_to_tokens(list(ids))) for who, ids in segments]
+
+
+def _encoded_again(segments, max_len, tok):
+    """The ids a trainer that decodes and encodes again would build: the whole text, and each segment on its own, each
+    cut at max_len and padded."""
+    def row(ids):
+        ids = ids[:max_len]
+        return ids + [tok.pad_token_id] * (max_len - len(ids))
+    enc = lambda text: tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    whole = enc(tok.decode([t for _, ids in segments for t in ids]))
+    each = [t for _, ids in segments for t in enc(tok.decode(list(ids)))]
+    return row(whole), row(each)
+
+
+REENCODED_HINT = ("your ids are the episode's text decoded and encoded again. With a BPE tokenizer that gives other "
+                  "tokens than were written: a merge across the calculator's ' ' and the policy's '>' into ' >', "
+                  "which neither wrote, and '34' where the policy sampled '3' then '4'. The sampler's log-probs "
+                  "belong to the tokens as written: take every segment's ids as they are (token in, token out)")
+
+
+@learner_check("(segments, max_len, tokenizer)", "(ids, completion_mask, loss_mask), three tensors [max_len]")
 def check_episode_tensors(fn):
-    """Check fn(segments, max_len, pad_id) -> (ids, completion_mask, loss_mask) [max_len] each (tools.episode_tensors)
-    on EPISODE_CASES, and that the gradient of a loss over the row reaches only the policy's tokens."""
+    """Check fn(segments, max_len, tokenizer) -> (ids, completion_mask, loss_mask) [max_len] each
+    (tools.episode_tensors) on EPISODE_CASES, one of them with a BPE tokenizer on which decoding and encoding again
+    gives other tokens, and that the gradient of a loss over the row reaches only the policy's tokens."""
+    first = _case(*EPISODE_CASES[0][1:])
     try:
-        fn(*EPISODE_CASES[0][1:])
+        fn(*first)
     except NotImplementedError:
         return _note("my_episode_tensors", episode_tensors)
     names = ("ids", "completion_mask", "loss_mask")
     hints = {"ids": "the ids are every segment's tokens in order, the environment's included (the model must read "
-                    "the tool's answer), then pad_id; never decode and re-encode them",
+                    "the tool's answer), then tokenizer.pad_token_id; never decode and re-encode them",
              "completion_mask": "completion_mask is 1 on every token of the episode, whoever wrote it (the model "
-                                "reads them all), 0 on the padding",
+                                "reads them all), 0 on the padding. Build it from the episode's length, never by "
+                                "comparing ids with the pad id: the pad id can be a real token (this tokenizer's "
+                                "pad is its EOS, as GPT-2's is)",
              "loss_mask": "loss_mask is 1 only on the tokens the policy wrote (its own EOS included), 0 on the "
                           "environment's tokens (the tool's answer, the EOS of a cut) and on the padding"}
     generated = _episode_cases(_generator("check_episode_tensors"))
+
+    def hint(args, got, want):
+        got_ids = got[0].tolist() if isinstance(got, tuple) and len(got) == 3 and torch.is_tensor(got[0]) else None
+        if got_ids is not None and got_ids != want[0].tolist() and got_ids in _encoded_again(*args):
+            return REENCODED_HINT + "."
+        return ("the ids are every segment's tokens in order, as they are (never decoded and encoded again), cut at "
+                "max_len, then tokenizer.pad_token_id; completion_mask is 1 on every token of the episode and "
+                "loss_mask on the policy's own tokens, both 0 on the padding. Build the masks from who wrote each "
+                "token and from the episode's length, never by comparing ids with the pad id: the pad id can be a "
+                "real token (GPT-2's pad is its EOS).")
+
     _worked_then_generated(lambda: _worked_episode(fn, names, hints), lambda: _agree(
         "my_episode_tensors", _three(fn), _three(episode_tensors), generated,
-        lambda seg, m, pad: f"my_episode_tensors(segments={seg}, max_len={m}, pad_id={pad})"
-                            + (" (the pad id is also a real token here)" if any(pad in s for _, s in seg) else ""),
-        "the ids are every segment's tokens in order, cut at max_len, then pad_id; completion_mask is 1 on every "
-        "token of the episode and loss_mask on the policy's own tokens, both 0 on the padding. Build the masks "
-        "from who wrote each token and from the episode's length, never by comparing ids with pad_id: the pad id "
-        "can be a real token (GPT-2's pad is its EOS)."))
-    _said_if_reference("my_episode_tensors", fn, episode_tensors, *EPISODE_CASES[0][1:])
-    print(f"OK: my_episode_tensors builds the trainer's row on {len(EPISODE_CASES)} worked cases and "
-          f"{len(generated)} generated ones; the gradient reaches the policy's tokens only.")
+        lambda seg, m, tok: f"my_episode_tensors(segments={seg}, max_len={m}, tokenizer={_named(tok)}); the tokens: "
+                            f"{_as_tokens(seg, tok)}"
+                            + (" (the pad id is also a real token here)" if any(tok.pad_token_id in s for _, s in seg)
+                               else ""),
+        hint))
+    _said_if_reference("my_episode_tensors", fn, episode_tensors, *first)
+    print(f"OK: my_episode_tensors builds the trainer's row on {len(EPISODE_CASES)} worked cases (one with a BPE "
+          f"tokenizer) and {len(generated)} generated ones; the gradient reaches the policy's tokens only.")
     return fn
 
 
@@ -143,38 +208,45 @@ def _three(f):
     return run
 
 
+POOLS = {"chars": ["1", "2", "3", "+", "=", ">", " ", "<eos>", "<eos>"],   # <pad> is never written
+         "bpe": ["3", "4", "34", " ", ">", " >", "8", "<eos>", "<eos>"]}   # merges written and not, side by side
+
+
 def _episode_cases(rng, n=40):
-    """Generated (segments, max_len, pad_id), shortest first: 1-5 segments of 1-3 ids (0 is EOS), the policy's and the
-    environment's in any order, max_len below, at or above the episode's length, and a pad id that is also a real
-    token (EOS, or an id the episode holds) as often as not."""
+    """Generated (segments, max_len, tokenizer), shortest first: the character tokenizer or the BPE (whose pad is its
+    EOS, so the pad id is a real token), 1-5 segments of 1-3 tokens, the policy's and the environment's in any order,
+    drawn so that the BPE's merges are written both merged and not ('34' and '3', '4'), and max_len below, at or
+    above the episode's length."""
     out = []
     for _ in range(n):
-        segments = [(rng.choice(["policy", "policy", "env"]), [rng.choice([0, 1, 2, 3, 21, 22, 0])
-                                                               for _ in range(rng.randint(1, 3))])
-                    for _ in range(rng.randint(1, 5))]
-        length = sum(len(s) for _, s in segments)
-        pad = rng.choice([0, 0, 99, rng.choice([t for _, s in segments for t in s])])
-        out.append((segments, max(1, length + rng.randint(-2, 3)), pad))
+        kind = rng.choice(["chars", "bpe", "bpe"])
+        tokens = [(rng.choice(["policy", "policy", "env"]), [rng.choice(POOLS[kind]) for _ in range(rng.randint(1, 3))])
+                  for _ in range(rng.randint(1, 5))]
+        length = sum(len(t) for _, t in tokens)
+        out.append(_case(kind, tokens, max(1, length + rng.randint(-2, 3))))
     return sorted(out, key=lambda c: c[1])
 
 
 def _worked_episode(fn, names, hints):
     """EPISODE_CASES and the gradient through the loss mask, each with its message."""
-    for what, segments, max_len, pad in EPISODE_CASES:
-        want = episode_tensors(segments, max_len, pad)
-        got = fn([(w, list(s)) for w, s in segments], max_len, pad)
+    for what, kind, tokens, max_len in EPISODE_CASES:
+        segments, max_len, tok = _case(kind, tokens, max_len)
+        want = episode_tensors(segments, max_len, tok)
+        got = fn([(w, list(s)) for w, s in segments], max_len, tok)
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             raise ExerciseError(f"my_episode_tensors on {what}: return three tensors (ids, completion_mask, "
                                 f"loss_mask), got {_short(got)}")
         for name, g, w in zip(names, got, want):
             g = torch.as_tensor(g).long() if not torch.is_tensor(g) else g.long()
             if g.shape != w.shape or not torch.equal(g, w):
-                raise ExerciseError(f"my_episode_tensors on {what}, {name}:\n  segments {segments}, max_len "
-                                    f"{max_len}, pad_id {pad}\n  expected {w.tolist()}\n  got      {g.tolist()}\n"
-                                    f"Hint: {hints[name]}.")
+                hint = REENCODED_HINT if name == "ids" and g.tolist() in _encoded_again(segments, max_len, tok) \
+                    else hints[name]
+                raise ExerciseError(f"my_episode_tensors on {what}, {name}:\n  segments {segments}\n  (the tokens: "
+                                    f"{_as_tokens(segments, tok)}), max_len {max_len}, tokenizer {_named(tok)}\n"
+                                    f"  expected {w.tolist()}\n  got      {g.tolist()}\nHint: {hint}.")
     # the point of the loss mask: the policy-gradient loss's gradient reaches the policy's tokens and no others
-    segments, max_len, pad = EPISODE_CASES[1][1:]
-    _, _, loss_mask = fn(segments, max_len, pad)
+    segments, max_len, tok = _case(*EPISODE_CASES[1][1:])
+    _, _, loss_mask = fn(segments, max_len, tok)
     logp = torch.zeros(max_len, requires_grad=True)
     (-(logp * torch.as_tensor(loss_mask).float()).sum()).backward()
     env_pos = [i for i, (who, _) in enumerate((w, t) for w, s in segments for t in s) if who == "env"]
