@@ -324,6 +324,49 @@ def test_scaling_table_by_hand_and_explorer_widget():
     budget.value = 4096   # redraws without error
     model.value = "small"
     assert "4096" in box.children[2].value
+    assert len(box.children[0].children) == 2   # no FLOPs given: no x-axis toggle
+
+
+def test_scaling_table_and_explorer_in_flops_by_hand():
+    """With FLOPs per completion the budget counts FLOPs: each model is read at the completions it buys (budget /
+    its cost), on the same fitted curve."""
+    from utils.notebook.widgets import scaling_explorer, scaling_table
+
+    fits = {"small": {"A": 0.6, "C_mid": 1000.0, "B": 1.0, "R0": 0.2},
+            "flat": {"A": 0.3, "C_mid": 1000.0, "B": 1.0, "R0": 0.3}}
+    flops = {"small": 2.0, "flat": 0.5}
+    # 2000 FLOPs buy small 1000 completions (its midpoint: 0.4, half the gain, doubling adds 0.2 + 0.4 * 2/3 - 0.4)
+    # and flat 4000 (its last measured point: not beyond it)
+    rows = scaling_table(fits, 2000, {"small": 500, "flat": 4000}, flops)
+    assert rows["small"]["completions"] == 1000 and rows["flat"]["completions"] == 4000
+    assert abs(rows["small"]["accuracy"] - 0.4) < 1e-9 and abs(rows["small"]["share_of_gain"] - 0.5) < 1e-9
+    assert abs(rows["small"]["gain_if_doubled"] - (0.2 + 0.4 * 2 / 3 - 0.4)) < 1e-9
+    assert rows["small"]["extrapolated"] and not rows["flat"]["extrapolated"]
+    assert scaling_table(fits, 2001, {"flat": 4000}, flops)["flat"]["extrapolated"]   # 4002 completions
+    # the same numbers as the completions axis at the completions bought: one curve, two axes
+    assert scaling_table(fits, 1000, {"small": 500, "flat": 4000})["small"] == rows["small"]
+    assert scaling_table(fits, 2000)["small"]["completions"] == 2000   # without FLOPs: the budget itself
+    for bad in ({"small": 2.0}, {"small": 2.0, "flat": 0}, [2.0, 0.5], {"small": 2.0, "flat": True}):
+        with pytest.raises(ValueError, match="flops_per_completion"):
+            scaling_table(fits, 2000, flops_per_completion=bad)
+
+    measured = {"small": ([64, 128, 500], [0.2, 0.25, 0.3]), "flat": ([64, 4000], [0.3, 0.3])}
+    box = scaling_explorer(fits, measured, default_model="flat", default_budget=1000, flops_per_completion=flops)
+    model, budget, axis = box.children[0].children
+    table = box.children[2]
+    assert isinstance(axis, w.ToggleButtons) and axis.options == ("completions", "FLOPs")
+    assert axis.value == "completions" and budget.value == 1024 and "FLOPs per completion" not in table.value
+    axis.value = "FLOPs"   # the bold model's 1024 completions are 512 FLOPs (0.5 each): the same point
+    assert budget.value == 512 and budget.label == "5.12e+02"
+    assert "pass@1 at 5.12e+02 FLOPs" in table.value and "<td>256</td>" in table.value   # small: 512 / 2
+    assert "<td>1024</td>" in table.value and "completions it buys" in table.value
+    # FLOPs options: powers of 2 of flat's cost, from 64 of the cheapest completion (32) to 131072 of the dearest
+    assert budget.options[0][1] == 32 and budget.options[-1][1] == 131072 * 2
+    model.value = "small"
+    budget.value = 8192   # small at 4096 completions, beyond its 500 measured; flat at 16384, beyond its 4000
+    assert "<td>4096</td>" in table.value and table.value.count(">yes<") == 2
+    axis.value = "completions"   # back: small's 4096 completions
+    assert budget.value == 4096 and "FLOPs per completion" not in table.value and "pass@1 at 4096" in table.value
 
 
 def test_episode_rows_and_view_by_hand():
