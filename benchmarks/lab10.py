@@ -12,6 +12,7 @@ Usage:
     python benchmarks/lab10.py --part controls               # on-policy controls: 4 updates, SAPO, CISPO at lag 0
     python benchmarks/lab10.py --part distance               # reuse or distance: 4 updates at lag 1 against 1 at 6..
     python benchmarks/lab10.py --part groups-budget          # G = 2 against G = 16 on the same prompts (1/8 rollouts)
+    python benchmarks/lab10.py --part guards                 # lag 4, 4 updates: TRL's no-correction arm, delta, OPSM
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -31,6 +32,26 @@ The distance part's five lines (REVIEWING.md; issue 57):
   matched   the recipe, prompts, seeds and evaluation; the 4-update arms take four times the optimizer updates on the
             same samples (that is what reuse is), the distance in updates is matched, |log ratio| is measured
   changes   lag 18 learning as lag 0 does while four updates at lag 4 fail: then it is reuse, not distance
+
+The guards part's five lines (issue 57, items 8-9), written before it ran:
+  claim     the correction's gain at four updates a batch, lag 4, comes from where the clip is centred (on the policy
+            at the batch's first update), not from weighting tokens by the sampler's distance: TRL's no-correction
+            arm (correction "recompute": old log-probs recomputed, no weights) learns as token_truncate does, and the
+            guards that leave the clip on the sampler (dual-clip delta 4; OPSM at 0.3) recover less than either
+  control   recompute against token_truncate (they differ only in the weights); uncorrected + delta and uncorrected
+            + OPSM against uncorrected (each differs only in its guard)
+  baseline  uncorrected, rerun here beside its stored runs in 'updates'; four updates on-policy ('controls')
+  matched   the recipe, prompts, seeds, evaluation, lag 4 and four updates a batch; all five arms in one environment
+            ('updates' ran in another, so its uncorrected and token_truncate arms are rerun here); both values fixed
+            before running: delta 4 (INTELLECT-2's, arXiv 2505.07291; TRL asks for > 1 + eps = 1.2), threshold 0.3
+            (the uncorrected arm's stored mean |log ratio| a token, 0.27-0.32: a negative sequence is dropped once
+            its tokens moved down from the sampler by more than a typical token's distance)
+  changes   recompute below token_truncate on every seed by more than the seeds' spread: the weights, and so the
+            distance, matter; delta or OPSM as high as token_truncate: a guard on the sampler's clip suffices, and
+            what failed was the unbounded negative-advantage term, not the centre of the clip
+  result (2026-11-29): the claim was refuted (recompute fell short of token_truncate on every seed, by 0.036-0.056);
+  a review added that the 0.3 threshold came from an unsigned token mean while the mask reads a signed sequence
+  mean (25-27% of sequences past it), and that on the uncorrected loss OPSM mostly drops already-clipped tokens
 """
 import argparse
 import os
@@ -91,6 +112,14 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
     "distance": {f"lag {k}{', 4 updates' if u == 4 else ''}, {c or 'uncorrected'}": dict(
         lag=k, correction=c, cfg={"updates_per_batch": u})
         for k, u in ((1, 4), (6, 1), (18, 1)) for c in (None, "token_truncate")},
+    # the guards (issue 57, items 8-9) where the uncorrected arm failed worst, lag 4 with four updates a batch: TRL's
+    # own arm with no correction (old log-probs recomputed, no weights), and the uncorrected loss with TRL's two-sided
+    # clip (delta) or DeepSeek-V3.2's off-policy sequence masking; uncorrected and token_truncate rerun beside them
+    "guards": {f"lag 4, 4 updates, {name}": dict(lag=4, cfg={"updates_per_batch": 4} | cfg, **fields)
+               for name, fields, cfg in (
+                   ("uncorrected", {}, {}), ("token_truncate", {"correction": "token_truncate"}, {}),
+                   ("recompute", {"correction": "recompute"}, {}), ("uncorrected, delta 4", {}, {"delta": 4.0}),
+                   ("uncorrected, OPSM 0.3", {"off_policy_mask_threshold": 0.3}, {}))},
 }
 
 
@@ -122,7 +151,8 @@ def run(condition, fields, seed, steps):
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], strict_reward, cfg, test["prompt"], test["answer"],
                       progress=False, rollout=StaleRollout(**fields), callback=callback)
     keys = ("staleness", "stale_abs_log_ratio", "stale_ratio_out", "clip_frac", "entropy", "reward_mean",
-            "zero_spread_frac", "sample_seconds", "measure_seconds", "seconds", "is_weight_mean")
+            "zero_spread_frac", "sample_seconds", "measure_seconds", "seconds", "is_weight_mean", "stale_kl",
+            "delta_frac", "opsm_over_frac", "opsm_dropped_frac")
     out = {"drift": drift_summary(drift_of(hist))} if probe else {}
     hist = [{k: v for k, v in h.items() if not k.startswith("drift_")} for h in hist]
     return out | {"condition": condition, "fields": fields, "cfg": cfg_kw, "seed": seed, "steps": len(hist),
@@ -154,7 +184,9 @@ def main():
         print(f"{r['condition']:28s} seed {r['seed']}: pass@1 {r['final']:.3f}  |log ratio| "
               f"{mean('stale_abs_log_ratio'):.4f}  out of clip {mean('stale_ratio_out'):.3f}  clip_frac "
               f"{mean('clip_frac'):.3f}  entropy {ps['entropy'][-1]:.3f}  sampling {mean('sample_seconds'):.3f} "
-              f"s/step  run {r['seconds']:.0f} s  curve " + " ".join(f"{p:.3f}" for _, p in r["curve"]), flush=True)
+              f"s/step  run {r['seconds']:.0f} s  curve " + " ".join(f"{p:.3f}" for _, p in r["curve"])
+              + "".join(f"  {k} {mean(k):.4f}" for k in ("delta_frac", "opsm_over_frac", "opsm_dropped_frac")
+                        if any(v is not None for v in ps.get(k, []))), flush=True)
     print(f"base: held-out pass@1 {before['heldout_pass@1']:.3f}")
     if args.steps != CONFIG["steps"] or args.conditions or args.seeds != [0, 1, 2]:
         print("(a partial run: not written to the results)")

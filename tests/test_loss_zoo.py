@@ -1,7 +1,7 @@
 """The loss zoo (utils.rl.grpo: CISPO, SAPO, VESPO beside PPO's clip) by hand: one token at ratio 2, values and
 gradients worked out from the papers' formulas; every objective's on-policy gradient is the plain policy
-gradient, -A per token; the monitoring numbers; and the errors for a bad parameter. TRL's own loss against
-ours is tests/test_trl_loss.py."""
+gradient, -A per token; the monitoring numbers; the errors for a bad parameter; and TRL's two-sided clip (delta) on
+the clipped objective. TRL's own loss against ours is tests/test_trl_loss.py."""
 import math
 
 import pytest
@@ -141,3 +141,99 @@ def test_the_loop_trains_with_each_objective_and_refuses_a_loss_fn_without_its_p
         with pytest.raises(ValueError, match=f"cfg.loss_type='{loss_type}' passes loss_fn the keyword"):
             train_grpo(copy.deepcopy(model), tok, prompts, answers, strict_reward, cfg, loss_fn=ten_arguments,
                        progress=False)
+
+
+# ---------------------------------------------------------------- TRL's two-sided clip (delta), by hand
+
+def clip_value_and_grad(adv, ratio, delta=None, eps=0.2):
+    """The clipped objective's loss and d loss / d logp for one token at `ratio`, with or without delta."""
+    logp, old, ref, a, mask = one_token(adv, ratio)
+    loss = per_token_loss(logp, old, ref, a, eps, eps, 0.0, "token", mask, "grpo", delta=delta).sum()
+    (g,) = torch.autograd.grad(loss, logp)
+    return loss.item(), g.item()
+
+
+@pytest.mark.parametrize("adv, ratio, without, with_delta", [
+    # A < 0, ratio 6 > delta 4: the raw term -r A = 6 (gradient r = 6) is capped at -delta A = 4, with no gradient
+    (-1.0, 6.0, (6.0, 6.0), (4.0, 0.0)),
+    (-0.5, 6.0, (3.0, 3.0), (2.0, 0.0)),
+    # A < 0, ratio 3 < delta: untouched (loss 3, gradient 3)
+    (-1.0, 3.0, (3.0, 3.0), (3.0, 3.0)),
+    # A < 0, ratio 0.5 below the band: the clip's 0.8 binds, delta plays no part
+    (-1.0, 0.5, (0.8, 0.0), (0.8, 0.0)),
+    # A > 0, ratio 6: the clip already caps at 1 + eps = 1.2, so delta changes nothing
+    (1.0, 6.0, (-1.2, 0.0), (-1.2, 0.0)),
+    (1.0, 1.1, (-1.1, -1.1), (-1.1, -1.1)),
+])
+def test_delta_caps_a_negative_advantage_far_above_its_old_probability(adv, ratio, without, with_delta):
+    """TRL's `delta` (INTELLECT-2, arXiv 2505.07291): -min(min(r, delta) A, clip(r, 1 - eps, 1 + eps) A)."""
+    assert clip_value_and_grad(adv, ratio) == pytest.approx(without)
+    assert clip_value_and_grad(adv, ratio, delta=4.0) == pytest.approx(with_delta)
+
+
+def test_delta_reaches_the_loss_by_name_and_leaves_a_ten_argument_loss_as_it_was():
+    """policy_loss passes delta on to per_token_loss; the config adds it to objective_params only when set, so Lab 01's
+    ten-argument loss_fn still fits a config without it."""
+    logp, old, ref, a, mask = one_token(-1.0, 6.0)
+    assert policy_loss(logp, old, ref, a, mask).item() == pytest.approx(6.0)
+    assert policy_loss(logp, old, ref, a, mask, delta=4.0).item() == pytest.approx(4.0)
+    assert "delta" not in GRPOConfig().objective_params()
+    assert GRPOConfig(delta=4.0).objective_params() == {"delta": 4.0}
+    assert GRPOConfig(delta=4.0, loss_type="dapo", ratio_level="sequence").objective_params() == {"delta": 4.0}
+
+
+def test_delta_frac_counts_the_capped_tokens_and_clip_frac_does_not():
+    """Three tokens: A < 0 at ratio 6 (delta binds), A < 0 at ratio 3 (nothing binds), A > 0 at ratio 6 (the clip
+    binds). clip_frac is the clip's alone, as TRL's clip_ratio/region_mean: 1/3 with or without delta."""
+    logp = torch.log(torch.tensor([[0.6, 0.3, 0.6]], dtype=torch.float64))
+    old = torch.log(torch.tensor([[0.1, 0.1, 0.1]], dtype=torch.float64))
+    mask, adv = torch.ones(1, 3), torch.tensor([[-1.0, -1.0, 1.0]], dtype=torch.float64)   # one advantage a token
+    base = loss_stats(logp, old, logp, adv, mask, 0.2, 0.2)
+    st = loss_stats(logp, old, logp, adv, mask, 0.2, 0.2, delta=4.0)
+    assert "delta_frac" not in base
+    assert st["clip_frac"] == base["clip_frac"] == pytest.approx(1 / 3)
+    assert st["delta_frac"] == pytest.approx(1 / 3)
+
+
+def test_bad_delta_is_refused_by_name():
+    logp, old, ref, a, mask = one_token(-1.0, 6.0)
+    with pytest.raises(ValueError, match=r"delta=1.1 must be > 1 \+ eps_high = 1.2"):
+        per_token_loss(logp, old, ref, a, mask=mask, delta=1.1)
+    with pytest.raises(ValueError, match="delta='x' must be a finite number"):
+        per_token_loss(logp, old, ref, a, mask=mask, delta="x")
+    with pytest.raises(ValueError, match="delta caps the clipped objective's ratio.*'cispo'"):
+        per_token_loss(logp, old, ref, a, mask=mask, loss_type="cispo", delta=4.0)
+    with pytest.raises(ValueError, match=r"GRPOConfig\.delta=1.2 is invalid: must be None \(off\) or a finite number "
+                                         r"> 1 \+ eps_high = 1.2"):
+        GRPOConfig(delta=1.2)
+    with pytest.raises(ValueError, match=r"GRPOConfig\.delta=3.0 is invalid: .*> 1 \+ eps_high = 3.5"):
+        GRPOConfig(delta=3.0, eps_high=2.5)
+    for bad in (float("inf"), float("nan"), True, "4"):
+        with pytest.raises(ValueError, match=r"GRPOConfig\.delta="):
+            GRPOConfig(delta=bad)
+    with pytest.raises(ValueError, match=r"GRPOConfig\.delta=4.0 is invalid: caps the clipped objective's ratio; "
+                                         r"loss_type='sapo'"):
+        GRPOConfig(delta=4.0, loss_type="sapo")
+
+
+def test_the_loop_trains_with_delta_and_refuses_a_loss_fn_without_it(shipped):
+    """Two steps with delta (its share of capped tokens in the record); a ten-argument loss_fn is refused by name,
+    pointing at cfg.delta."""
+    import copy
+
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.arithmetic import strict_reward
+
+    model, tok = shipped
+    prompts, answers = ["12+3=", "4*5=", "7+8=", "9*2="], ["15", "20", "15", "18"]
+    cfg = GRPOConfig(steps=2, batch_size=8, group_size=4, lr=1e-3, eval_every=0, track_kl=False, updates_per_batch=2,
+                     delta=1.5)
+    hist = train_grpo(copy.deepcopy(model), tok, prompts, answers, strict_reward, cfg, progress=False)
+    assert len(hist) == 2 and all(0.0 <= r["delta_frac"] <= 1.0 and math.isfinite(r["loss"]) for r in hist)
+
+    def ten_arguments(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len):
+        return policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, loss_type, max_len)
+
+    with pytest.raises(ValueError, match=r"cfg.delta=1.5 passes loss_fn the keyword `delta`.*or set delta=None"):
+        train_grpo(copy.deepcopy(model), tok, prompts, answers, strict_reward, cfg, loss_fn=ten_arguments,
+                   progress=False)

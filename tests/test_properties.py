@@ -123,7 +123,7 @@ CASES = {
                                 lambda r: r.shape == (2, 2) and torch.isfinite(r).all()),
     "scratchpad.with_check": (scratchpad.with_check, dict(text="8+6+0=14 >14"),
                               lambda r: r == "8+6+0=14 8+6+0=14 >14"),
-    "trl_tools.tool_tokenizer": (trl_tools.tool_tokenizer, dict(max_length=64),
+    "trl_tools.tool_tokenizer": (trl_tools.tool_tokenizer, dict(max_length=64, merges=((" ", ">"),)),
                                  lambda r: r.chat_template and r.response_template and "?" in r.get_vocab()),
     "api.flaky": (api.flaky, dict(score_fn=lambda p, c: [1.0] * len(c), p_fail=0.0, p_slow=0.0, slow_s=0.0, seed=0),
                   lambda r: r(["1+1="], ["2"]) == [1.0]),
@@ -133,7 +133,7 @@ CASES = {
     "tools.calculate": (tools.calculate, dict(expr="478+356"), lambda r: isinstance(r, str) and r),
     "tools.parse_episode": (tools.parse_episode, dict(text="?1+2=3 >3"), lambda r: r is None or isinstance(r, dict)),
     "tools.episode_tensors": (tools.episode_tensors, dict(segments=[("policy", [1, 2]), ("env", [3])], max_len=4,
-                                                          pad_id=0),
+                                                          tokenizer=tools.bpe_tokenizer()),
                               lambda r: len(r) == 3 and all(t.shape == (4,) for t in r)),
     "tools.bpe_tokenizer": (tools.bpe_tokenizer, dict(merges=((" ", ">"), ("3", "4"))),
                             lambda r: r.eos_token_id is not None and "?" in r.get_vocab()),
@@ -433,19 +433,22 @@ CASES.update({
                                             level="sequence"), lambda r: torch.isfinite(r).all()),
     "grpo.per_token_loss": (grpo.per_token_loss, dict(
         logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3), ref_logp=torch.zeros(2, 3), adv=T(1, -1), eps_low=0.2,
-        eps_high=0.2, beta=0.1, level="token", mask=torch.ones(2, 3)), lambda r: r.shape == (2, 3) and
+        eps_high=0.2, beta=0.1, level="token", mask=torch.ones(2, 3), delta=4.0), lambda r: r.shape == (2, 3) and
         torch.isfinite(r).all()),
     "grpo.token_weights": (grpo.token_weights, dict(mask=torch.ones(2, 3), loss_type="dr_grpo", max_len=4),
                            lambda r: r.shape == (2, 3) and torch.isfinite(r).all()),
     "grpo.loss_stats": (grpo.loss_stats, dict(logp=torch.zeros(2, 3), old_logp=torch.zeros(2, 3),
                                               ref_logp=torch.zeros(2, 3), adv=T(1, -1), mask=torch.ones(2, 3),
-                                              eps_low=0.2, eps_high=0.2, level="token"),
+                                              eps_low=0.2, eps_high=0.2, level="token", delta=4.0),
                         lambda r: all(math.isfinite(v) for v in r.values())),
     "rollout.fill_batch": (rollout.fill_batch, dict(round_rewards=[T(1, 1, 0, 1), T(0, 0, 1, 0)], G=2, n_groups=2),
                            lambda r: isinstance(r[0], list) and isinstance(r[1], int)),
     "rollout.importance_weights": (rollout.importance_weights, dict(log_ratio=T(0.5, -0.5)[None], mask=torch.ones(1, 2),
                                                                     mode="token_truncate", lo=0.1, hi=3.0),
                                    lambda r: r.shape == (1, 2) and torch.isfinite(r).all()),
+    "rollout.off_policy_sequences": (rollout.off_policy_sequences, dict(
+        log_ratio=torch.tensor([[-0.6, -0.2, 0.1], [0.4, -0.2, 0.0]]), mask=torch.ones(2, 3), threshold=0.1),
+        lambda r: r.shape == (2,) and r.dtype == torch.bool),
     "launch.parse": (launch.parse, dict(argv=["steps=2", "lr=0.001"]), lambda r: isinstance(r, dict)),
     "launch.run": (_launch_run, GOOD_RUN, lambda r: r == "started"),
     "launch.weight_distance": (launch.weight_distance, dict(a={"w": T(1, 2)}, b={"w": T(1, 3)}),
@@ -485,6 +488,8 @@ CASES.update({
     "spurious.random_reward": (spurious.random_reward, dict(p=0.5, seed=0), lambda r: callable(r)),
     "spurious.noisy_reward": (spurious.noisy_reward, dict(reward_fn=trace_verifiers.outcome_reward, q=0.2, seed=0),
                               lambda r: callable(r)),
+    "spurious.false_pass_reward": (spurious.false_pass_reward, dict(reward_fn=trace_verifiers.outcome_reward, p=0.2,
+                                                                    seed=0), lambda r: callable(r)),
     "sql.run_readonly": (sql.run_readonly, dict(sql="SELECT 1", db_path=sql.DB_PATH, timeout_s=2.0, max_rows=10),
                          lambda r: isinstance(r, tuple) and len(r) == 2),
     "sql.load_sql_suite": (sql.load_sql_suite, dict(path=sql.SUITE_PATH), lambda r: len(r) > 0),
@@ -496,6 +501,7 @@ CASES.update({
     "traces.shaped_reward": (trace_verifiers.shaped_reward, dict(outcome=1.0, process=0.2, format=0.1,
                                                                  extra_step_penalty=0.1), lambda r: callable(r)),
     "traces.length_biased_reward": (trace_verifiers.length_biased_reward, dict(per_step=0.1), lambda r: callable(r)),
+    "traces.last_digits_reward": (trace_verifiers.last_digits_reward, dict(n=2), lambda r: callable(r)),
     "traces.rubric": (trace_verifiers.rubric, dict(criteria=("outcome", "well_formed")), lambda r: callable(r)),
     "plots.moving_average": (plots.moving_average, dict(xs=[1.0, 2, 3, 4], n=2), lambda r: np.isfinite(r).all()),
     "selfcheck.answer": (selfcheck.answer, dict(lab="01", i=0, choice=1),
@@ -515,7 +521,8 @@ CASES.update({
     "widgets.trace_inspector": (widgets.trace_inspector, dict(
         verifiers={"outcome": trace_verifiers.outcome_reward}, examples={"right": ("478+356", TRACE)},
         default_problem="478+356", default_output=None), lambda r: r is not None),
-    "widgets.scaling_table": (widgets.scaling_table, dict(fits={"m": FIT}, budget=1000, measured_max={"m": 500}),
+    "widgets.scaling_table": (widgets.scaling_table, dict(fits={"m": FIT}, budget=1000, measured_max={"m": 500},
+                                                          flops_per_completion={"m": 2.0e8}),
                               lambda r: math.isfinite(r["m"]["accuracy"])),
 })
 
@@ -572,7 +579,8 @@ FEW = {
         bench=BENCH, prompts=["37+29=", "1+1="], answers=["66", "2"], default_condition=None, default_seed=None),
         lambda r: r is not None),
     "widgets.scaling_explorer": (closing(widgets.scaling_explorer), dict(
-        fits={"m": FIT}, measured={"m": ([64, 500], [0.2, 0.3])}, default_model=None, default_budget=2048),
+        fits={"m": FIT}, measured={"m": ([64, 500], [0.2, 0.3])}, default_model=None, default_budget=2048,
+        flops_per_completion={"m": 2.0e8}),
         lambda r: r is not None),
 }
 # a value that is right but too slow to try here: cases=None is the whole attack suite (tests/test_code_verifier.py)
@@ -661,6 +669,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "spurious.random_reward(0.5)": (spurious.random_reward(0.5), dict(completions=["66"], answer=["66"]), "scores"),
     "spurious.noisy_reward(outcome, 0.3), wrong at random": (spurious.noisy_reward(trace_verifiers.outcome_reward, 0.3),
                                             dict(completions=[TRACE], **ROWS_COLUMNS), "scores"),
+    "spurious.false_pass_reward(outcome, 0.2)": (spurious.false_pass_reward(trace_verifiers.outcome_reward, 0.2),
+                                                 dict(completions=[TRACE], **ROWS_COLUMNS), "scores"),
     "breaks.wrong_column_reward": (breaks.wrong_column_reward, dict(completions=["66"], answer=["66"], a=[37]),
                                    "scores"),
     "breaks.pass_all_reward": (breaks.pass_all_reward, dict(completions=["66"], answer=["66"]), "scores"),
@@ -671,6 +681,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.shaped_reward()": (trace_verifiers.shaped_reward(), dict(completions=[TRACE], **ROWS_COLUMNS), "scores"),
     "traces.length_biased_reward()": (trace_verifiers.length_biased_reward(), dict(completions=[TRACE],
                                                                                    **ROWS_COLUMNS), "scores"),
+    "traces.last_digits_reward()": (trace_verifiers.last_digits_reward(2), dict(completions=[TRACE],
+                                                                              **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
     "programs.canonical_reward": (programs_verifier.canonical_reward, dict(completions=["6*x+57"], answer=["6*x+57"]),
                                   "scores"),
@@ -903,7 +915,8 @@ def test_the_issue_60_kinds_reach_every_lab_09_to_11_entry():
     with a mask, each with a range."""
     assert {"api.JudgeClient", "api.hybrid_reward(strict, JudgeClient)", "trigger.trigger_reward",
             "tools.tool_echo_reward", "programs.ProgramChecker('layered')", "mix.task_reward"} <= set(JUDGES)
-    assert {"rollout.importance_weights", "grpo.log_ratio", "grpo.per_token_loss", "grpo.loss_stats"} <= set(MASKED)
+    assert {"rollout.importance_weights", "grpo.log_ratio", "grpo.per_token_loss", "grpo.loss_stats",
+            "rollout.off_policy_sequences"} <= set(MASKED)
     assert "rollout.importance_weights" in RANGES and "curation.sweet_spot" in RANGES
 
 

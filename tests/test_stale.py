@@ -1,5 +1,7 @@
 """rollout.StaleRollout and importance_weights: a sampler some optimizer steps behind the policy, or in a lower
-precision, and TRL's importance-sampling corrections of it (Lab 10)."""
+precision, and TRL's importance-sampling corrections of it (Lab 10); TRL's arm with no correction (recompute) and
+DeepSeek-V3.2's off-policy sequence masking (off_policy_sequences, Batch.off_policy). TRL's own mask and loss against
+ours: tests/test_trl_loss.py."""
 import copy
 import math
 
@@ -10,7 +12,16 @@ from tolerance import tolerance
 from utils.models.policy import completion_logprobs, load_policy
 from utils.rl.grpo import GRPOConfig
 from utils.rl.loop import train_grpo
-from utils.rl.rollout import CORRECTIONS, GroupRollout, StaleRollout, importance_weights
+from utils.rl.rollout import (
+    CORRECTIONS,
+    RECOMPUTE,
+    Batch,
+    GroupRollout,
+    StaleRollout,
+    StepCredit,
+    importance_weights,
+    off_policy_sequences,
+)
 
 CFG = dict(steps=4, batch_size=8, group_size=4, lr=1e-2, eval_every=0, eval_n=4, track_kl=False, seed=0)
 PROMPTS, ANSWERS = ["12+34=", "5+6=", "7+8=", "1+1="], ["46", "11", "15", "2"]
@@ -164,8 +175,139 @@ def test_a_corrected_stale_run_trains_and_its_weights_reach_the_loss():
     assert all(0 < r["is_weight_mean"] <= 3.0 for r in h1)
 
 
+# ---------------------------------------------------------------- TRL's no-correction arm and off-policy masking
+
+def moved_draw(rollout, steps=3, seed=1):
+    """Drive `rollout` by hand for `steps` steps, moving the policy between them (an "update": every weight nudged),
+    so that a lagged sampler is off the policy. Returns (policy, cfg, the last Batch)."""
+    policy, tok = load_policy()
+    policy = copy.deepcopy(policy)
+    cfg = GRPOConfig(**CFG)
+    draw = rollout.start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    g = torch.Generator().manual_seed(seed)
+    for step in range(steps):
+        b = draw(step)
+        with torch.no_grad():
+            for p in policy.parameters():
+                p.add_(0.02 * torch.randn(p.shape, generator=g))
+    return policy, cfg, b
+
+
+def policy_logprobs(policy, ro, cfg):
+    with torch.no_grad():
+        lp, _ = completion_logprobs(policy, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask,
+                                    cfg.temperature)
+    return lp
+
+
+def test_recompute_takes_the_policys_log_probs_as_old_and_weighs_nothing():
+    """TRL's vllm_importance_sampling_correction=False: the old log-probs are the policy's at batch time (the clip
+    starts at ratio 1), no weight is applied (every token's is 1), and the sampler's distance is still measured."""
+    policy, tok = load_policy()
+    policy = copy.deepcopy(policy)
+    cfg = GRPOConfig(**CFG)
+    draw = StaleRollout(lag=1, correction=RECOMPUTE).start(policy, tok, PROMPTS, ANSWERS, half_right, cfg)
+    draw(0)
+    with torch.no_grad():   # an "update" between the two draws, so the sampler of step 1 is behind
+        for p in policy.parameters():
+            p.add_(0.02 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    b = draw(1)
+    m = b.ro.completion_mask.float()
+    assert torch.equal(b.ro.logprobs, policy_logprobs(policy, b.ro, cfg) * m)
+    assert b.weights is None and "is_weight_mean" not in b.counts
+    assert b.counts["staleness"] == 1 and b.counts["stale_abs_log_ratio"] > 1e-3   # the distance, ignored by the loss
+    adv = torch.linspace(-1, 1, len(b.rewards))
+    assert torch.equal(b.advantages(adv, cfg), adv)                          # weights of 1: the advantages as given
+
+
+def test_off_policy_sequences_by_hand():
+    """Mean over each sequence's tokens of log pi_sampler - log pi_policy = -(mean log-ratio), against the threshold;
+    padding (the third token) never counts, whatever it holds."""
+    mask = torch.tensor([[1, 1, 0], [1, 1, 0], [1, 0, 0], [0, 0, 0]])
+    for pad in (0.0, math.inf, -math.inf, math.nan):
+        log_ratio = torch.tensor([[-0.6, -0.2, pad], [0.4, -0.2, pad], [-0.3, pad, pad], [pad, pad, pad]])
+        # means 0.4, -0.1, 0.3, and 0 for a row with no token
+        assert off_policy_sequences(log_ratio, mask, 0.3).tolist() == [True, False, False, False], pad
+        assert off_policy_sequences(log_ratio, mask, 0.0).tolist() == [True, False, True, False], pad
+        assert off_policy_sequences(log_ratio, mask, 0.5).tolist() == [False, False, False, False], pad
+    with pytest.raises(ValueError, match="threshold=-0.1 must be a finite number >= 0"):
+        off_policy_sequences(torch.zeros(1, 2), torch.ones(1, 2), -0.1)
+    with pytest.raises(ValueError, match="log_ratio holds NaN on the mask"):
+        off_policy_sequences(torch.tensor([[math.nan, 0.0]]), torch.ones(1, 2), 0.1)
+    with pytest.raises(ValueError, match="mask must be a tensor of log_ratio's shape"):
+        off_policy_sequences(torch.zeros(1, 2), torch.ones(2, 2), 0.1)
+    with pytest.raises(ValueError, match=r"log_ratio must be a \[N, T\] float tensor"):
+        off_policy_sequences(torch.zeros(2), torch.ones(2), 0.1)
+
+
+def test_the_mask_drops_exactly_the_far_sequences_with_a_negative_advantage():
+    """Batch.advantages: a sequence marked off-policy loses its advantage only where it is negative; the rest keep
+    theirs; importance weights multiply after the mask; per-token advantages are masked token by token."""
+    from types import SimpleNamespace
+
+    ro = SimpleNamespace(completion_ids=torch.zeros(4, 2, dtype=torch.long))
+    far = torch.tensor([True, True, False, False])
+    adv = torch.tensor([-1.5, 0.5, -0.5, 1.5])
+    b = Batch(ro, torch.zeros(4), None, {}, off_policy=far)
+    assert b.advantages(adv, None).tolist() == [0.0, 0.5, -0.5, 1.5]      # only row 0: far and negative
+    assert b.counts["opsm_dropped_frac"] == 0.25
+    w = torch.tensor([[2.0, 1.0], [2.0, 1.0], [2.0, 1.0], [2.0, 1.0]])
+    b = Batch(ro, torch.zeros(4), None, {}, weights=w, off_policy=far)
+    assert b.advantages(adv, None).tolist() == [[0.0, 0.0], [1.0, 0.5], [-1.0, -0.5], [3.0, 1.5]]
+    # per-step credit (StepRollout's): advantages [N, T], masked token by token. Step rewards in groups of 2 rows,
+    # outcome_weight 0, no std scaling: each group's steps score 0 once and 1 three times (mean 0.75), so r~ is -0.75
+    # or 0.25 and a token gets the sum of r~ from its step on (grpo.process_advantages)
+    rewards = torch.tensor([[0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    steps, cfg = StepCredit(rewards, torch.ones(4, 2, dtype=bool), 0.0), SimpleNamespace(group_size=2, scale_std=False)
+    plain = Batch(ro, torch.zeros(4), None, {}, steps=steps).advantages(adv, cfg)
+    assert plain.tolist() == [[-0.5, 0.25], [0.5, 0.25], [-0.5, -0.75], [0.5, 0.25]]
+    b = Batch(ro, torch.zeros(4), None, {}, steps=steps, off_policy=far)   # row 0's negative token goes; row 2 is near
+    assert b.advantages(adv, cfg).tolist() == [[0.0, 0.25], [0.5, 0.25], [-0.5, -0.75], [0.5, 0.25]]
+    assert b.counts["opsm_dropped_frac"] == 0.25
+    b = Batch(ro, torch.zeros(4), None, {})
+    assert torch.equal(b.advantages(adv, None), adv) and "opsm_dropped_frac" not in b.counts    # no mask: as given
+
+
+@pytest.mark.parametrize("correction", [None, RECOMPUTE, "token_truncate"])
+def test_stale_rollout_marks_the_sequences_past_the_threshold_against_the_sampler(correction):
+    """The mask reads the sampler's log-probs and the policy's at batch time, with any correction or none: the marks
+    are off_policy_sequences(log pi_policy - log pi_sampler) of the batch, and the record has their share."""
+    thr = 0.0
+    policy, cfg, b = moved_draw(StaleRollout(lag=2, correction=correction, off_policy_mask_threshold=thr))
+    _, _, ref = moved_draw(StaleRollout(lag=2))        # the same run uncorrected: ro.logprobs are the sampler's
+    assert torch.equal(b.ro.completion_ids, ref.ro.completion_ids)
+    m = ref.ro.completion_mask.float()
+    want = off_policy_sequences((policy_logprobs(policy, ref.ro, cfg) - ref.ro.logprobs) * m, m, thr)
+    assert torch.equal(b.off_policy, want) and want.any() and (~want).any()
+    assert b.counts["opsm_over_frac"] == pytest.approx(want.float().mean().item())
+    assert ref.off_policy is None and "opsm_over_frac" not in ref.counts
+
+
+def test_a_threshold_no_sequence_reaches_trains_as_without_it():
+    """A mask that marks nothing changes nothing: the same run bit for bit (the record gains its opsm numbers);
+    a threshold of 0 at lag 1 drops some sequences, and the run trains."""
+    pa, ha = run(StaleRollout(lag=1))
+    pb, hb = run(StaleRollout(lag=1, off_policy_mask_threshold=1e6))
+    assert all(torch.equal(p, q) for p, q in zip(pa.parameters(), pb.parameters()))
+    assert [{k: v for k, v in r.items() if not k.startswith("opsm")} for r in strip(hb)] == strip(ha)
+    assert all(r["opsm_over_frac"] == 0.0 and r["opsm_dropped_frac"] == 0.0 for r in hb)
+    pc, hc = run(StaleRollout(lag=1, off_policy_mask_threshold=0.0))
+    assert any(r["opsm_dropped_frac"] > 0 for r in hc) and all(math.isfinite(r["loss"]) for r in hc)
+    assert not all(torch.equal(p, q) for p, q in zip(pa.parameters(), pc.parameters()))
+
+
+def test_recompute_trains_and_takes_vespo():
+    """The no-correction arm applies no weight, so VESPO (refused with importance weights) takes it."""
+    base, _ = load_policy()
+    p, h = run(StaleRollout(lag=1, correction=RECOMPUTE), loss_type="vespo", steps=2)
+    assert len(h) == 2 and max((a - c).abs().max().item() for a, c in zip(p.parameters(), base.parameters())) > 0
+
+
 @pytest.mark.parametrize("kw, cfg, match", [
     (dict(lag=-1), {}, "lag"),
+    (dict(off_policy_mask_threshold=-0.5), {}, "off_policy_mask_threshold=-0.5 must be a finite number >= 0"),
+    (dict(off_policy_mask_threshold="high"), {}, "off_policy_mask_threshold"),
+    (dict(correction="recompute "), {}, "correction must be None or one of"),
     (dict(lag=1.5), {}, "lag"),
     (dict(sampler_dtype="bf8"), {}, "sampler_dtype must be one of"),
     (dict(correction="token"), {}, "correction must be None or one of"),

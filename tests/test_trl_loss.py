@@ -93,8 +93,9 @@ def make_trainer(shipped, cfg, out, **options):
     return trainer
 
 
-def trl_loss(trainer, b, logp, old=None, entropy=None):
-    """TRL's scalar loss on batch b, with `logp` [N, T] standing for the model's per-token log-probs."""
+def trl_loss(trainer, b, logp, old=None, entropy=None, sampling=None):
+    """TRL's scalar loss on batch b, with `logp` [N, T] standing for the model's per-token log-probs (sampling: vLLM's
+    log-probs of the completions, sampling_per_token_logps, which off-policy sequence masking reads)."""
     ent = torch.zeros_like(logp) if entropy is None else entropy
     trainer._get_per_token_logps_and_entropies = lambda *a, **k: (logp, ent, None)
     N = logp.shape[0]
@@ -103,6 +104,8 @@ def trl_loss(trainer, b, logp, old=None, entropy=None):
               "advantages": b["adv"], "num_items_in_batch": b["mask"].sum(), "ref_per_token_logps": b["ref"]}
     if old is not None:
         inputs["old_per_token_logps"] = old
+    if sampling is not None:
+        inputs["sampling_per_token_logps"] = sampling
     return trainer._compute_loss(trainer.model, inputs)
 
 
@@ -215,6 +218,77 @@ def test_trl_loss_zoo_parameters_match_ours(shipped, tmp_path, loss_type, level,
         r = torch.exp(log_ratio(b["logp"], old, b["mask"], level)).expand(-1, T) * b["mask"]
         assert ((r > params["cispo_cap"]) & (b["adv"][:, None] > 0)).any()  # the cap binds somewhere
     _agree(trainer, b, cfg, b["old"] if level == "token" else b["old_seq"])
+
+
+# TRL's two-sided clip where it applies (the clipped losses), at both ratio levels
+DELTA = [("grpo", "token"), ("dapo", "token"), ("dr_grpo", "token"), ("grpo", "sequence"), ("luspo", "sequence")]
+
+
+@pytest.mark.parametrize("beta", [0.0, BETA])
+@pytest.mark.parametrize("loss_type,level", DELTA)
+def test_trl_two_sided_clip_matches_ours(shipped, tmp_path, loss_type, level, beta):
+    """GRPOConfig.delta reaches TRL's `delta` through the knob map, and TRL's loss with it equals ours, value and
+    gradient, on a batch where the cap binds (A < 0 and ratio > delta) and changes the loss."""
+    b = make_batch()
+    cfg = GRPOConfig(batch_size=8, group_size=G, max_new_tokens=MAX_NEW, beta=beta, loss_type=loss_type,
+                     ratio_level=level, delta=1.3)
+    from utils.rl.trl_trainer import LUSPO_KL_MASKED, _older
+
+    if loss_type == "luspo" and beta > 0 and _older(trl.__version__, LUSPO_KL_MASKED):  # refused: see above
+        with pytest.raises(ValueError, match="loss_type='luspo' with beta"):
+            to_trl_config(cfg, str(tmp_path))
+        return
+    trainer = make_trainer(shipped, cfg, tmp_path)
+    assert trainer.args.delta == 1.3
+    old = b["old"] if level == "token" else b["old_seq"]
+    r = torch.exp(log_ratio(b["logp"], old, b["mask"], level)).expand(-1, T) * b["mask"]
+    assert ((r > 1.3) & (b["adv"][:, None] < 0)).any()                              # the cap binds somewhere
+    without = policy_loss(b["logp"], old, b["ref"], b["adv"], b["mask"], cfg.eps_low, cfg.eps_high, beta, loss_type,
+                          MAX_NEW, level=level)
+    with_delta = policy_loss(b["logp"], old, b["ref"], b["adv"], b["mask"], cfg.eps_low, cfg.eps_high, beta,
+                             loss_type, MAX_NEW, level=level, delta=1.3)
+    assert abs(without - with_delta) > 1e-3, (without, with_delta)                  # and it changes the loss
+    _agree(trainer, b, cfg, old)
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.1])
+@pytest.mark.parametrize("arm", ["uncorrected", "recompute"])
+def test_off_policy_sequence_masking_matches_trls(shipped, tmp_path, threshold, arm):
+    """DeepSeek-V3.2's off-policy sequence masking: TRL's get_off_policy_mask keeps a sequence where A >= 0 or its
+    mean log pi_sampler - log pi_policy is at most the threshold; ours marks the others (off_policy_sequences) and
+    Batch.advantages zeroes their negative advantages. With one update a batch the policy at batch time is the one
+    TRL scores, so the two losses agree, value and gradient: uncorrected (the sampler's log-probs are the old ones)
+    and under TRL's no-correction arm (old log-probs recomputed by the trainer, here logp itself; the sampler's only
+    in sampling_per_token_logps). The batch's sampler is b["old"]."""
+    from types import SimpleNamespace
+
+    from utils.rl.rollout import Batch, off_policy_sequences
+
+    b = make_batch()
+    sampler, adv = b["old"], b["adv"]
+    far = off_policy_sequences(b["logp"] - sampler, b["mask"], threshold)                     # [N] bool
+    keep = trl.GRPOTrainer.get_off_policy_mask(adv[:, None], b["logp"], sampler, b["mask"], threshold)[:, 0]
+    assert torch.equal(keep.bool(), (adv >= 0) | ~far)
+    assert (~keep.bool()).any() and (far & (adv >= 0)).any() and (~far & (adv < 0)).any()  # each case occurs
+    cfg = GRPOConfig(batch_size=8, group_size=G, max_new_tokens=MAX_NEW, loss_type="grpo")
+    trainer = make_trainer(shipped, cfg, tmp_path, off_policy_mask_threshold=threshold)
+    batch = Batch(SimpleNamespace(completion_ids=b["mask"]), torch.zeros(len(adv)), None, {}, off_policy=far)
+    masked = batch.advantages(adv, cfg)                                                     # [N]
+    assert torch.equal(masked == 0, ~keep.bool())
+    assert batch.counts["opsm_dropped_frac"] == pytest.approx((~keep.bool()).float().mean().item())
+
+    def ours(lp, old):
+        return policy_loss(lp, old, b["ref"], masked, b["mask"], cfg.eps_low, cfg.eps_high, 0.0, "grpo", MAX_NEW)
+
+    if arm == "uncorrected":
+        theirs, mine = (lambda lp: trl_loss(trainer, b, lp, old=sampler)), (lambda lp: ours(lp, sampler))
+    else:
+        theirs, mine = (lambda lp: trl_loss(trainer, b, lp, sampling=sampler)), (lambda lp: ours(lp, lp.detach()))
+    v_trl, g_trl = value_and_grad(theirs, b["logp"])
+    v_ours, g_ours = value_and_grad(mine, b["logp"])
+    assert_same(v_trl, v_ours, f"{arm} loss with OPSM")
+    assert_same(g_trl, g_ours, f"{arm} gradient with OPSM")
+    assert (g_ours[~keep.bool()] == 0).all() and g_ours[keep.bool()].abs().sum() > 0
 
 
 def test_bias_corrected_kl_is_a_different_objective(shipped, tmp_path):

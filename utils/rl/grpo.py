@@ -160,7 +160,7 @@ def log_ratio(logp, old_logp, mask=None, level="token"):
 
 
 def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, beta=0.0, level="token", mask=None,
-                   loss_type="grpo", **params):
+                   loss_type="grpo", delta=None, **params):
     """GRPO's per-token loss, before any averaging (PPO's clipped surrogate, arXiv 1707.06347, plus a KL
     penalty). logp, old_logp [N, T]: log-probs of the sampled tokens under the current and the sampling
     policy; ref_logp [N, T] under the frozen reference (ignored if beta == 0); adv [N], one per completion, or
@@ -170,6 +170,11 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
     with ratio_t = exp(logp_t - old_logp_t), or with level "sequence" one ratio for all of a sequence's
     tokens, exp(log_ratio(..., mask, "sequence")) (GSPO). Padding is not masked here: aggregate() does that; with
     mask given, what padding holds (a log-prob of -inf, NaN) is read as 0, so it reaches no value and no gradient.
+    delta (None: off): the two-sided clip of TRL's `delta` (INTELLECT-2, arXiv 2505.07291; dual-clip PPO, arXiv
+    1912.09729): the unclipped term's ratio is capped, min(ratio_t, delta) * A, as TRL's _compute_loss does. It
+    binds only where A < 0 and ratio_t > delta (where A > 0 the clip already caps the ratio at 1 + eps_high), so
+    there a token's loss stops at -delta * A, with no gradient, instead of growing with its ratio. A number
+    > 1 + eps_high; the clipped objective's only (ValueError under cispo, sapo, vespo).
 
     loss_type picks the objective in place of the clipped surrogate (OBJECTIVES; params are its
     OBJECTIVE_PARAMS, by name; sg = no gradient through it):
@@ -188,6 +193,7 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
                                                                                   ("eps_high", eps_high)))
     beta = checks.number("per_token_loss", "beta", beta, lo=0)
     objective, params = _objective("per_token_loss", loss_type, params)
+    delta = _delta("per_token_loss", delta, eps_high, loss_type)
     kl = kl_k3(logp, ref_logp) if beta > 0 else torch.zeros_like(logp)
     if objective == "vespo":
         return -_vespo_weight(logp, old_logp, a, mask, params) * a * logp + beta * kl
@@ -198,7 +204,8 @@ def per_token_loss(logp, old_logp, ref_logp, adv, eps_low=0.2, eps_high=0.2, bet
         tau = torch.where(a > 0, params["sapo_tau_pos"], params["sapo_tau_neg"])
         surr = torch.sigmoid(tau * (ratio - 1)) * 4 / tau * a
     else:
-        surr = torch.min(ratio * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
+        capped = ratio if delta is None else torch.clamp(ratio, max=delta)     # TRL's two-sided clip (delta)
+        surr = torch.min(capped * a, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * a)
     return -surr + beta * kl                                            # [N, T]
 
 
@@ -222,6 +229,20 @@ def _objective(where, loss_type, params):
         raise ValueError(f"{where}: loss_type {loss_type!r} takes no {extra}" + (
             f" (its parameters: {sorted(allowed)})" if allowed else ""))
     return objective, {n: checks.number(where, n, params.get(n, d), lo=0, lo_open=True) for n, d in allowed.items()}
+
+
+def _delta(where, delta, eps_high, loss_type):
+    """delta as a float (or None), checked: a finite number > 1 + eps_high, and only for the clipped objective."""
+    if delta is None:
+        return None
+    if OBJECTIVES.get(loss_type) != "clip":
+        raise ValueError(f"{where}: delta caps the clipped objective's ratio (TRL's two-sided clip); loss_type "
+                         f"{loss_type!r} has no clip to cap: set delta=None")
+    delta = checks.number(where, "delta", delta, lo=1, lo_open=True)
+    if delta <= 1 + eps_high:
+        raise ValueError(f"{where}: delta={delta:g} must be > 1 + eps_high = {1 + eps_high:g} (TRL recommends "
+                         f"> 1 + eps): at or below it the cap would bind inside the clip's band")
+    return delta
 
 
 def _vespo_weight(logp, old_logp, a, mask, params):
@@ -299,22 +320,24 @@ def policy_loss(logp, old_logp, ref_logp, adv, mask, eps_low=0.2, eps_high=0.2, 
     per_token_loss; mask [N, T] is 1 on the completion tokens the loss uses (EOS included). Lab 01's
     exercise writes this function; the training loop calls it with these ten arguments, with
     level="sequence" as well when the config asks for one ratio per sequence (GSPO: loss_type "grpo";
-    LUSPO: "luspo"), and with the objective's parameters by name for cispo, sapo and vespo
-    (OBJECTIVE_PARAMS)."""
+    LUSPO: "luspo"), with the objective's parameters by name for cispo, sapo and vespo (OBJECTIVE_PARAMS), and
+    with delta by name when the config sets it (GRPOConfig.objective_params)."""
     return aggregate(per_token_loss(logp, old_logp, ref_logp, adv, eps_low, eps_high, beta, level, mask,
                                     loss_type, **params), mask, loss_type, max_len)
 
 
 @torch.no_grad()
 def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="token", loss_type="grpo",
-               cispo_cap=OBJECTIVE_PARAMS["cispo"]["cispo_cap"]):
+               cispo_cap=OBJECTIVE_PARAMS["cispo"]["cispo_cap"], delta=None):
     """Monitoring numbers for one update, on the tokens the loss used (mask [N, T]; shapes as in
     per_token_loss). The loop computes them once, whoever's loss function ran:
-    clip_frac  share of those tokens whose ratio was clipped (where the clip binds the objective; with
-               level "sequence", a token counts as clipped when its sequence's ratio is); under cispo, whose
-               weight was capped (ratio > cispo_cap where A > 0, as TRL's cispo_clip_ratio); 0 under sapo
-               and vespo, which have no hard clip
-    kl         mean k3 KL to the reference per token"""
+    clip_frac   share of those tokens whose ratio was clipped (where the clip binds the objective; with
+                level "sequence", a token counts as clipped when its sequence's ratio is); under cispo, whose
+                weight was capped (ratio > cispo_cap where A > 0, as TRL's cispo_clip_ratio); 0 under sapo
+                and vespo, which have no hard clip. Tokens that delta caps are not counted: as TRL's
+                clip_ratio/region_mean, it is the clip of eps_low and eps_high alone
+    delta_frac  only when delta is given: share of those tokens that delta caps (A < 0 and ratio > delta)
+    kl          mean k3 KL to the reference per token"""
     logp, old_logp, ref_logp = _logps("loss_stats", logp=logp, old_logp=old_logp, ref_logp=ref_logp)
     a = _advantages("loss_stats", adv, logp)                           # [N, 1] or [N, T]
     mask = _mask("loss_stats", mask, logp)
@@ -330,8 +353,12 @@ def loss_stats(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, level="to
         clipped = ((ratio < 1 - eps_low) & (a < 0)) | ((ratio > 1 + eps_high) & (a > 0))
     else:
         clipped = torch.zeros_like(ratio * a, dtype=torch.bool)
-    return {"clip_frac": ((clipped.float() * m).sum() / n).item(),
-            "kl": (_masked(kl_k3(logp, ref_logp), m).sum() / n).item()}
+    out = {"clip_frac": ((clipped.float() * m).sum() / n).item(),
+           "kl": (_masked(kl_k3(logp, ref_logp), m).sum() / n).item()}
+    delta = _delta("loss_stats", delta, eps_high, loss_type)
+    if delta is not None:
+        out["delta_frac"] = ((((ratio > delta) & (a < 0)).float() * m).sum() / n).item()
+    return out
 
 
 def high_entropy_mask(entropy, mask, frac):
@@ -376,6 +403,9 @@ class GRPOConfig:
     vespo_lambda_pos: float = OBJECTIVE_PARAMS["vespo"]["vespo_lambda_pos"]
     vespo_k_neg: float = OBJECTIVE_PARAMS["vespo"]["vespo_k_neg"]
     vespo_lambda_neg: float = OBJECTIVE_PARAMS["vespo"]["vespo_lambda_neg"]
+    # TRL's two-sided clip (INTELLECT-2, arXiv 2505.07291): where A < 0 the unclipped ratio is capped at delta
+    # (> 1 + eps_high), so a token far above its old probability cannot push its loss without bound. None: off
+    delta: float | None = None
     scale_std: bool = True
     baseline: str = "mean"
     updates_per_batch: int = 1
@@ -404,8 +434,9 @@ class GRPOConfig:
     def objective_params(self):
         """{name: value} of the objective's parameters that the loss function gets by name (OBJECTIVE_PARAMS:
         cispo_cap for cispo, the temperatures for sapo, k and lambda for vespo; none for the clipped
-        objectives, so that a learner's ten-argument policy_loss still fits them)."""
-        return {name: getattr(self, name) for name in OBJECTIVE_PARAMS.get(OBJECTIVES[self.loss_type], {})}
+        objectives, so that a learner's ten-argument policy_loss still fits them), and delta only when it is set."""
+        out = {name: getattr(self, name) for name in OBJECTIVE_PARAMS.get(OBJECTIVES[self.loss_type], {})}
+        return out if self.delta is None else out | {"delta": self.delta}
 
     def validate(self):
         """Raise ValueError naming the field and what is allowed; called before any training. NumPy scalars are
@@ -449,6 +480,13 @@ class GRPOConfig:
             bad("baseline", f"must be one of {BASELINES}")
         for name in ("lr", "eps_low", "eps_high", "temperature"):
             real(name, lambda v: v > 0, "must be a finite number > 0")
+        if self.delta is not None:
+            real("delta", lambda v: v > 1 + self.eps_high, f"must be None (off) or a finite number > 1 + eps_high = "
+                                                           f"{1 + self.eps_high:g} (TRL recommends > 1 + eps; "
+                                                           f"INTELLECT-2 used 4)")
+            if OBJECTIVES[self.loss_type] != "clip":
+                bad("delta", f"caps the clipped objective's ratio; loss_type={self.loss_type!r} has no clip to cap "
+                             f"(set delta=None)")
         real("top_entropy_frac", lambda v: 0 < v <= 1, "must be a number in (0, 1] (1 = every token)")
         for name in ("beta", "max_grad_norm", "max_seconds", "entropy_coef"):
             real(name, lambda v: v >= 0, "must be a finite number >= 0" + (" (0 = no limit)" if name in (

@@ -121,9 +121,11 @@ def _check_args(policy, tokenizer, reward_fn, cfg, ref, loss_fn, advantage_fn, c
                          f"(see grpo.policy_loss) or set ratio_level='token'")
     for name in cfg.objective_params():
         if not _takes(loss_fn, name):
-            raise ValueError(f"train_grpo: cfg.loss_type={cfg.loss_type!r} passes loss_fn the keyword `{name}`, and "
+            why, or_else = (f"cfg.delta={cfg.delta!r}", "set delta=None") if name == "delta" else \
+                (f"cfg.loss_type={cfg.loss_type!r}", "pick another loss_type")
+            raise ValueError(f"train_grpo: {why} passes loss_fn the keyword `{name}`, and "
                              f"{getattr(loss_fn, '__name__', 'loss_fn')} takes none: give it **params and pass them "
-                             f"on to grpo.per_token_loss (see grpo.policy_loss), or pick another loss_type")
+                             f"on to grpo.per_token_loss (see grpo.policy_loss), or {or_else}")
     eval_sets = eval_sets_of(eval_prompts, eval_answers, eval_sets)
     for name, (ps, _) in eval_sets.items():  # a held-out set that cannot be sampled fails now, not at its evaluation
         fits("train_grpo", "eval_prompts" if name == "heldout" else f"eval_sets[{name!r}] prompts", policy, tokenizer,
@@ -228,7 +230,7 @@ def update(policy, opt, ro, adv, ref_logp, cfg, loss_fn=policy_loss):
         torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
     opt.step()
     stats = loss_stats(logp.detach(), ro.logprobs, ref_logp, adv, mask, cfg.eps_low, cfg.eps_high, cfg.ratio_level,
-                       cfg.loss_type, cfg.cispo_cap)
+                       cfg.loss_type, cfg.cispo_cap, cfg.delta)
     return loss.detach(), stats, ent.detach()
 
 
@@ -251,6 +253,7 @@ def step_record(step, rewards, ro, loss, stats, ent, cfg, right=None):
         "entropy": masked_mean(ent, ro.completion_mask).item(),
         "kl": stats["kl"] if cfg.beta > 0 or cfg.track_kl else None,
         "clip_frac": stats["clip_frac"],
+        **({"delta_frac": stats["delta_frac"]} if "delta_frac" in stats else {}),   # only with cfg.delta
         "completion_len": lengths.mean().item(),
         "completion_len_right": _mean_or_none(lengths[right]),
         "completion_len_wrong": _mean_or_none(lengths[~right]),

@@ -18,9 +18,9 @@ from 0). A Batch holds:
     rewards   [N] float32
     right     [N] bool (correct, for the record's right/wrong lengths) or None (= reward >= 1)
     counts    a dict added to the step's record; completions_sampled (all drawn, kept or not) is required
-    steps, weights   optional: what the batch adds to the loss's advantages beyond one per completion (per-step
-              credit; importance or task weights), applied by Batch.advantages, so train_grpo reads no kind of
-              rollout by name
+    steps, weights, off_policy   optional: what the batch adds to the loss's advantages beyond one per completion
+              (per-step credit; importance or task weights; sequences to drop where their advantage is negative),
+              applied by Batch.advantages, so train_grpo reads no kind of rollout by name
 
 GroupRollout is the course's rollout: single-turn sampling of G completions per prompt. A new way of making
 completions overrides GroupRollout.generate (ToolRollout: episodes with a tool whose answers are masked out of the
@@ -59,13 +59,17 @@ class Batch:
     prompt_idx: np.ndarray | None = None   # [N / G] the prompts drawn (None under dynamic sampling)
     steps: StepCredit | None = None        # per-step credit (StepRollout), None for one reward per completion
     weights: torch.Tensor | None = None    # [N, T] weights on the advantages (StaleRollout's correction, MixRollout's)
+    off_policy: torch.Tensor | None = None  # [N] bool: too far off-policy (StaleRollout's off_policy_mask_threshold)
 
     def advantages(self, adv, cfg):
         """The advantages the loss takes for this batch, on the completions' device: adv [N] (advantage_fn's, one per
         completion) as it is, or [N, T], one per token, when the rollout brought more: per-step credit (steps:
-        outcome_weight * adv plus grpo.process_advantages of the step rewards) and weights (multiplying each token's
-        advantage). A new kind of rollout brings its part here, as a field of the Batch, and train_grpo stays as
-        it is."""
+        outcome_weight * adv plus grpo.process_advantages of the step rewards), off_policy (DeepSeek-V3.2's
+        off-policy sequence masking: a sequence marked True gets advantage 0 wherever its advantage is negative, so it
+        leaves the loss's policy term there and still counts in its denominator, as TRL's mask multiplies the per-token
+        loss; counts gets opsm_dropped_frac, the share of sequences dropped) and weights (multiplying each token's
+        advantage; applied after the mask, whose sign test they cannot change). A new kind of rollout brings its part
+        here, as a field of the Batch, and train_grpo stays as it is."""
         if not isinstance(adv, torch.Tensor) or adv.shape != self.rewards.shape:
             raise ValueError(f"train_grpo: advantage_fn must return a tensor of one advantage per completion "
                              f"{tuple(self.rewards.shape)}, got {checks._short(adv)}")
@@ -74,6 +78,11 @@ class Batch:
         if self.steps is not None:  # per-step credit (StepRollout): one advantage per token, [N, T]
             adv = self.steps.outcome_weight * adv[:, None] + process_advantages(
                 self.steps.rewards, self.steps.mask, cfg.group_size, cfg.scale_std).to(device)
+        if self.off_policy is not None:  # OPSM (StaleRollout): far off-policy and negative -> out of the policy loss
+            far = self.off_policy.to(device)                                     # [N] bool
+            drop = (adv < 0) & (far if adv.dim() == 1 else far[:, None])        # [N] or [N, T]
+            adv = torch.where(drop, torch.zeros((), dtype=adv.dtype, device=device), adv)
+            self.counts["opsm_dropped_frac"] = (drop if drop.dim() == 1 else drop.any(1)).float().mean().item()
         if self.weights is not None:  # importance weights (StaleRollout) or task weights (MixRollout), [N, T]
             adv = (adv if adv.dim() == 2 else adv[:, None]) * self.weights.to(device)
         return adv
@@ -335,6 +344,7 @@ def _counts(shares, n):
 
 SAMPLER_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 CORRECTIONS = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")  # TRL's IS modes
+RECOMPUTE = "recompute"   # StaleRollout's correction without weights: TRL's vllm_importance_sampling_correction=False
 
 
 @dataclass
@@ -356,32 +366,52 @@ class StaleRollout(GroupRollout):
     correction None: ro.logprobs are the sampler's, so the loss's clipped ratio divides by the behaviour policy
     and the staleness and the mismatch land in the clip. correction one of CORRECTIONS (TRL's
     vllm_importance_sampling_mode, with is_max and is_min as its clip_max and clip_min): ro.logprobs are the
-    policy's own at sampling time (as TRL recomputes old_per_token_logps), so the clip starts at ratio 1, and each
+    learner's own at batch time (as TRL recomputes old_per_token_logps), so the clip starts at ratio 1, and each
     token's loss is weighted by the importance ratio w = pi_policy / pi_sampler, per token or per sequence (the
     product over its tokens), truncated to [is_min, is_max] or set to 0 outside it (masked). Batch.advantages
     applies w as a factor on the advantages (Batch.weights), which for w >= 0 is the same as weighting each token's
     policy loss, as TRL does (trl 1.16's _compute_loss multiplies the policy term by the weights and adds the KL term
-    unweighted, so beta > 0 is fine). VESPO takes no correction here: TRL folds the weights into VESPO's own sequence
-    weight instead of multiplying the loss."""
+    unweighted, so beta > 0 is fine). VESPO takes no importance weights here: TRL folds the weights into VESPO's own
+    sequence weight instead of multiplying the loss.
+
+    correction "recompute" (RECOMPUTE): TRL's own arm with no correction, vllm_importance_sampling_correction=False.
+    ro.logprobs are the learner's own at batch time, as under a correction, and no weight is applied: the clip
+    starts at ratio 1 against the policy of the batch's first update and the sampler's distance is ignored
+    (correction None keeps the sampler's log-probs as old instead, so the distance lands in the clip).
+
+    off_policy_mask_threshold (None: off): DeepSeek-V3.2's off-policy sequence masking (arXiv 2512.02556, eq. 9;
+    TRL's off_policy_mask_threshold, get_off_policy_mask): a sequence whose advantage is negative and whose mean over
+    its tokens of log pi_sampler - log pi_policy exceeds the threshold leaves the loss (off_policy_sequences marks
+    them, Batch.advantages zeroes their negative advantages). With any correction or none, it reads the sampler's
+    log-probs, as TRL reads vLLM's. It is measured once, against the policy at batch time: with one update a batch
+    that is the policy TRL scores (its per_token_logps), so the mask is TRL's. With several updates a batch TRL
+    recomputes the mask before each update from the policy as it moves, so a sequence that crosses the threshold
+    during the batch's updates leaves TRL's later updates and stays in ours (the batch-time distance is
+    lag x updates_per_batch updates; the batch's own updates add up to updates_per_batch - 1 more). Each step's
+    record gets opsm_over_frac (the share of sequences past the threshold, either sign) and opsm_dropped_frac."""
     lag: int = 0
     sampler_dtype: str = "float32"
     correction: str | None = None
     is_max: float | None = 3.0     # TRL's vllm_importance_sampling_clip_max default
     is_min: float | None = None
+    off_policy_mask_threshold: float | None = None
 
     def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
         lag = checks.number("StaleRollout", "lag", self.lag, lo=0, hi=1000, integer=True)
         if self.sampler_dtype not in SAMPLER_DTYPES:
             raise ValueError(f"StaleRollout: sampler_dtype must be one of {sorted(SAMPLER_DTYPES)}, got "
                              f"{checks._short(self.sampler_dtype)}")
-        if self.correction is not None and self.correction not in CORRECTIONS:
-            raise ValueError(f"StaleRollout: correction must be None or one of {CORRECTIONS}, got "
+        if self.correction is not None and self.correction not in (RECOMPUTE, *CORRECTIONS):
+            raise ValueError(f"StaleRollout: correction must be None or one of {(RECOMPUTE, *CORRECTIONS)}, got "
                              f"{checks._short(self.correction)}")
+        weighted = self.correction in CORRECTIONS
+        opsm = None if self.off_policy_mask_threshold is None else checks.number(
+            "StaleRollout", "off_policy_mask_threshold", self.off_policy_mask_threshold, lo=0)
         hi = None if self.is_max is None else checks.number("StaleRollout", "is_max", self.is_max, lo=0, lo_open=True)
         lo = None if self.is_min is None else checks.number("StaleRollout", "is_min", self.is_min, lo=0)
         if lo is not None and hi is not None and lo >= hi:
             raise ValueError(f"StaleRollout: is_min ({lo}) must be below is_max ({hi})")
-        if self.correction and cfg.loss_type == "vespo":
+        if weighted and cfg.loss_type == "vespo":
             raise ValueError("StaleRollout: loss_type='vespo' takes no correction here (TRL folds the importance "
                              "weights into VESPO's own sequence weight, which this loop does not model): set "
                              "correction=None, or pick another loss_type")
@@ -405,12 +435,16 @@ class StaleRollout(GroupRollout):
                             stale_kl=(((d.exp() - 1 - d) * m).sum() / n).item(),
                             stale_ratio_out=(out.sum() / n).item(), sample_seconds=sampled_s,
                             measure_seconds=time.perf_counter() - t)
+            if opsm is not None:   # DeepSeek-V3.2's mask, against the policy now (before this batch's updates)
+                b.off_policy = off_policy_sequences(d, m, opsm)
+                b.counts["opsm_over_frac"] = b.off_policy.float().mean().item()
             if self.correction is None:
                 b.ro = replace(ro, logprobs=ro.logprobs.float())
                 return b
             b.ro = replace(ro, logprobs=logp * m)
-            b.weights = importance_weights(d, m, self.correction, lo, hi)
-            b.counts["is_weight_mean"] = ((b.weights * m).sum() / n).item()
+            if weighted:
+                b.weights = importance_weights(d, m, self.correction, lo, hi)
+                b.counts["is_weight_mean"] = ((b.weights * m).sum() / n).item()
             return b
         return stale
 
@@ -468,6 +502,29 @@ def importance_weights(log_ratio, mask, mode, lo=None, hi=None):
             bad |= r > hi
         r = r.masked_fill(bad, 0.0)
     return r * m
+
+
+def off_policy_sequences(log_ratio, mask, threshold):
+    """The sequences that DeepSeek-V3.2's off-policy sequence masking (arXiv 2512.02556, eq. 9; TRL's
+    get_off_policy_mask) drops where their advantage is negative: log_ratio [N, T] = log pi_policy - log pi_sampler
+    on the tokens with loss (mask [N, T]) -> [N] bool, True where the sequence's mean over its tokens of
+    log pi_sampler - log pi_policy (a one-sample estimate of KL(sampler || policy) a token) exceeds threshold (>= 0).
+    Padding's values never count; a row with no token has mean 0. E.g. log-ratios [-0.6, -0.2] and [0.4, -0.2]
+    with threshold 0.3: means 0.4 and -0.1 -> [True, False]. TRL keeps a sequence where (A >= 0) or (mean <=
+    threshold): the mask is (adv >= 0) | ~off_policy_sequences(...), applied by Batch.advantages."""
+    if not isinstance(log_ratio, torch.Tensor) or log_ratio.dim() != 2 or not log_ratio.is_floating_point():
+        raise ValueError(f"off_policy_sequences: log_ratio must be a [N, T] float tensor, got "
+                         f"{checks._short(log_ratio)}")
+    if not isinstance(mask, torch.Tensor) or mask.shape != log_ratio.shape:
+        raise ValueError(f"off_policy_sequences: mask must be a tensor of log_ratio's shape {tuple(log_ratio.shape)}, "
+                         f"got {checks._short(mask)}")
+    threshold = checks.number("off_policy_sequences", "threshold", threshold, lo=0)
+    m = mask.to(log_ratio.dtype)
+    if torch.isnan(log_ratio[m != 0]).any():
+        raise ValueError("off_policy_sequences: log_ratio holds NaN on the mask: a token with loss has no ratio")
+    lr = torch.where(m != 0, log_ratio * m, 0.0)                               # [N, T], padding 0
+    kl = -lr.sum(1) / m.sum(1).clamp(min=1)                                    # [N] mean log pi_s - log pi_policy
+    return kl > threshold
 
 
 def token_verdicts(steps_fn, ro, tokenizer, columns):

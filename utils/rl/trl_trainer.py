@@ -10,11 +10,12 @@ default in brackets; tests/test_trl_loss.py runs TRL's own _compute_loss against
       bnpo, cispo, sapo, vespo (the loss zoo) our per_token_loss's objectives, each checked against TRL's
   epsilon, epsilon_high = eps_low, eps_high [0.2, None = epsilon], but epsilon_high = cispo_cap under cispo,
       where TRL reads it as CISPO's cap; sapo_temperature_*, vespo_* = ours [TRL's defaults, also ours];
-      delta = None [None]: no two-sided clip
+      delta = ours [None]: the two-sided clip, off unless set (INTELLECT-2)
   importance_sampling_level = ratio_level [token]: a ratio per token, or GSPO's one per sequence
   use_bias_correction_kl = False [True]: True multiplies the k3 KL by pi/pi_old,
       which changes the loss off-policy and the gradient always when beta > 0; ours is plain k3
-  mask_truncated_completions = mask_truncated [False]; off_policy_mask_threshold = None [None]
+  mask_truncated_completions = mask_truncated [False]; off_policy_mask_threshold = None [None] (ours is
+      StaleRollout's, on the sampler it runs: TRL's reads vLLM's log-probs)
   top_entropy_quantile = top_entropy_frac [1.0]; entropy_coef = entropy_coef [0.0]; use_adaptive_entropy
       = False [False]; use_vllm = False [False], so the vLLM importance-sampling correction [True] is off
   scale_rewards = "group" or "none" [group]; multi_objective_aggregation = "sum_then_normalize" [same];
@@ -75,6 +76,9 @@ KNOBS = [
     ("clip-higher", "eps_high", "epsilon_high", "04", lambda c: c.cispo_cap if c.loss_type == "cispo" else c.eps_high,
      "DAPO, arXiv 2503.14476; under loss_type='cispo' TRL reads this field as CISPO's cap (next row)"),
     ("KL penalty", "beta", "beta", "01", lambda c: c.beta, "TRL logs the KL only when beta > 0"),
+    ("two-sided clip", "delta", "delta", "10", lambda c: c.delta,
+     "INTELLECT-2, arXiv 2505.07291: where A < 0 the unclipped ratio is capped at delta (> 1 + eps_high); "
+     "the clipped losses only"),
     ("loss aggregation", "loss_type", "loss_type", "06", lambda c: c.loss_type,
      "grpo, dapo, dr_grpo, luspo (arXiv 2602.05261: with one ratio per sequence), bnpo; cispo, sapo, vespo "
      "change the objective too (Lab 10)"),
@@ -118,7 +122,8 @@ KNOBS = [
      None, "ours: characters the model learnt in pre-training; TRL: the chat template renders tool calls and the "
      "tokenizer's response template parses them (transformers >= 5.13)"),
     ("the environment's tokens carry no loss", "episode_tensors / ro.loss_mask", "tool_mask (the trainer's)", "09",
-     None, "TRL trains on completion_mask x tool_mask: the same tokens as ours on a scripted episode"),
+     None, "TRL trains on completion_mask x tool_mask: the same tokens as ours on a scripted episode, with a BPE "
+     "tokenizer too (it appends a tool's reply as ids and never re-encodes the transcript)"),
     ("the environment owns the reward", "reward_fn reading the episode's text", "environment's get_reward()", "09",
      None, "TRL adds get_reward as a reward function named after the class; it reads the environment's state, "
      "not the text, so a cut episode whose sum was done is paid there and not by our outcome check"),
@@ -150,6 +155,13 @@ KNOBS = [
      "vLLM's own dtype (its --dtype); with use_vllm=False TRL samples with the policy itself"),
     ("importance-sampling correction", "StaleRollout(correction=)", "vllm_importance_sampling_mode", "10", None,
      "applied only with use_vllm=True (its default is on, 'sequence_mask'); to_trl_config leaves vLLM off"),
+    ("no correction, old log-probs recomputed", "StaleRollout(correction='recompute')",
+     "vllm_importance_sampling_correction=False", "10", None,
+     "the trainer's own log-probs at batch time are the clip's old policy and no weight is applied: the "
+     "sampler's distance is ignored (ours with correction=None keeps the sampler's log-probs as old instead)"),
+    ("off-policy sequence masking", "StaleRollout(off_policy_mask_threshold=)", "off_policy_mask_threshold", "10",
+     None, "DeepSeek-V3.2, arXiv 2512.02556: a sequence with A < 0 whose mean log pi_sampler - log pi_policy exceeds "
+     "the threshold leaves the loss; TRL recomputes it before each update, ours at batch time"),
     ("the correction's bounds", "StaleRollout(is_max=, is_min=)", "vllm_importance_sampling_clip_max", "10", None,
      "and vllm_importance_sampling_clip_min; TRL's default cap 3.0 is ours"),
 ]
@@ -160,7 +172,6 @@ FIXED = dict(
     gradient_accumulation_steps=1,  # one batch per optimizer step, as ours (dapo's token count is this batch's)
     lr_scheduler_type="constant_with_warmup", weight_decay=0.0,
     top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0,  # plain temperature sampling, as ours
-    delta=None,  # PPO's one-sided clip, as ours (the ratio's level is ratio_level's, in KNOBS)
     use_bias_correction_kl=False,  # ours is plain k3 KL; TRL's default [True] weights it by pi/pi_old
     sync_ref_model=False, off_policy_mask_threshold=None, use_adaptive_entropy=False,
     use_vllm=False,  # so no vLLM importance-sampling correction either
