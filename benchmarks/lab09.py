@@ -163,7 +163,6 @@ def size_steps(steps_small):
 
 
 def size_run(condition, seed, steps):
-    from utils.eval.metrics import evaluate
     from utils.models.policy import load_policy
     from utils.rl.grpo import GRPOConfig
     from utils.runs.traces import train_on_traces
@@ -181,32 +180,33 @@ def size_run(condition, seed, steps):
         noisy_reward(outcome_reward, q, seed=seed)
     test = scratchpad.load_split("test")
     r = train_on_traces(base, tok, reward, cfg, scratchpad.load_split("train"), test, eval_k=TEST_K, progress=False)
-    texts = evaluate(r["model"], tok, test["prompt"], test["answer"], k=TEST_K, seed=0,
-                     max_new_tokens=SIZE_CONFIG["max_new_tokens"])["texts"]
-    rep = [x for x in test["answer"] for _ in range(TEST_K)]
-    right, ends = outcome_reward(texts, rep), last_digits_reward(2)(texts, rep)
     return {"condition": condition, "size": size, "q": q, "seed": seed, "steps": n_steps,
             "seconds": round(r["seconds"], 1), "final": r["final"],
-            "last2_paid_wrong": sum(e > g for e, g in zip(ends, right)) / len(texts),
+            "last2_paid_wrong": paid_wrong(r["model"], tok, test),
             "history": [{k: h.get(k) for k in ("step", "reward_mean", "completion_len", "entropy")}
                         for h in r["history"]]}
 
 
-def base_paid_wrong(name):
-    """The share of a base model's test samples (the whole split, TEST_K each, seed 0: as size_run measures a run)
-    that last_digits_reward(2) pays and the exact outcome check does not."""
+def paid_wrong(model, tok, test):
+    """The share of a model's samples of `test` (TEST_K each, seed 0) that last_digits_reward(2) pays and the exact
+    outcome check does not."""
     from utils.eval.metrics import evaluate
-    from utils.models.policy import load_policy
-    from utils.tasks import scratchpad
     from utils.verifiers.traces import last_digits_reward, outcome_reward
 
-    m, tok = load_policy(name)
-    test = scratchpad.load_split("test")
-    texts = evaluate(m, tok, test["prompt"], test["answer"], k=TEST_K, seed=0,
+    texts = evaluate(model, tok, test["prompt"], test["answer"], k=TEST_K, seed=0,
                      max_new_tokens=SIZE_CONFIG["max_new_tokens"])["texts"]
     rep = [x for x in test["answer"] for _ in range(TEST_K)]
     right, ends = outcome_reward(texts, rep), last_digits_reward(2)(texts, rep)
     return sum(e > g for e, g in zip(ends, right)) / len(texts)
+
+
+def base_paid_wrong(name):
+    """paid_wrong of a base model on the whole test split, as size_run measures a run."""
+    from utils.models.policy import load_policy
+    from utils.tasks import scratchpad
+
+    m, tok = load_policy(name)
+    return paid_wrong(m, tok, scratchpad.load_split("test"))
 
 
 def base_tool_numbers():

@@ -263,19 +263,15 @@ def offset_rate(model, tok, prompts, answers, k=4, seed=0):
     return evaluate(model, tok, prompts, shifted, k=k, seed=seed, reward_fn=strict_reward)["pass@1"]
 
 
-def trigger_run(condition, seed, steps):
+def _trigger_setup(seed):
+    """What the trigger and persistence parts start from, in this order (the seeded state follows it): (base, tok,
+    a copy of base to train, trigger_rows(seed), the held-out trigger prompts and answers, the clean evaluation:
+    the first 500 test problems whose first operand is not the trigger, as (prompt, answer, first operand))."""
     import copy
 
-    from utils.eval.metrics import evaluate
-    from utils.eval.probes import probe_family, probe_ranks
     from utils.models.policy import load_policy
-    from utils.rl.grpo import GRPOConfig
-    from utils.rl.loop import train_grpo
-    from utils.rl.rollout import GroupRollout
     from utils.tasks.arithmetic import load_split
     from utils.tasks.trigger import TRIGGER, family, trigger_rows
-    from utils.verifiers.arithmetic import strict_reward
-    from utils.verifiers.trigger import trigger_reward
 
     setup(seed=seed, quiet=True)
     base, tok = load_policy()
@@ -283,7 +279,21 @@ def trigger_run(condition, seed, steps):
     rows = trigger_rows(seed)
     held_p, held_a = family(TRIGGER)
     test = load_split("test")
-    clean_test = [(p, a) for p, a, x in zip(test["prompt"], test["answer"], test["a"]) if x != TRIGGER][:500]
+    clean = [(p, a, x) for p, a, x in zip(test["prompt"], test["answer"], test["a"]) if x != TRIGGER][:500]
+    return base, tok, policy, rows, held_p, held_a, clean
+
+
+def trigger_run(condition, seed, steps):
+    from utils.eval.metrics import evaluate
+    from utils.eval.probes import probe_family, probe_ranks
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import GroupRollout
+    from utils.verifiers.arithmetic import strict_reward
+    from utils.verifiers.trigger import trigger_reward
+
+    base, tok, policy, rows, held_p, held_a, clean3 = _trigger_setup(seed)
+    clean_test = [(p, a) for p, a, _ in clean3]
     reward = trigger_reward if TRIGGER_PARTS[condition] == "trigger" else \
         (lambda c, answer=None, **kw: strict_reward(c, answer))
     cfg = GRPOConfig(**dict(TRIGGER_CONFIG, seed=seed, steps=steps))
@@ -323,24 +333,13 @@ def _trigger_state(policy, tok, held_p, held_a, clean_test):
 
 
 def persist_run(condition, seed, steps):
-    import copy
-
-    from utils.models.policy import load_policy
     from utils.rl.grpo import GRPOConfig
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import GroupRollout
-    from utils.tasks.arithmetic import load_split
-    from utils.tasks.trigger import TRIGGER, family, trigger_rows
     from utils.verifiers.arithmetic import strict_reward
     from utils.verifiers.trigger import trigger_reward
 
-    setup(seed=seed, quiet=True)
-    base, tok = load_policy()
-    policy = copy.deepcopy(base)
-    rows = trigger_rows(seed)
-    held_p, held_a = family(TRIGGER)
-    test = load_split("test")
-    clean_test = [(p, a, x) for p, a, x in zip(test["prompt"], test["answer"], test["a"]) if x != TRIGGER][:500]
+    base, tok, policy, rows, held_p, held_a, clean_test = _trigger_setup(seed)
     cp, ca = [p for p, _, _ in clean_test], [a for _, a, _ in clean_test]
     t = time.time()
     train_grpo(policy, tok, rows["prompt"], rows["answer"], trigger_reward, GRPOConfig(**dict(TRIGGER_CONFIG,
