@@ -149,3 +149,32 @@ def test_rubric_labels_flip_the_stated_share_and_judge_report_reads_both(monkeyp
     assert rep["false_pos_rate"] == 1.0 and rep["false_neg_rate"] == 0.0 and rep["judge_mean"] == 1.0
     assert rep["auroc"] == 0.5   # one score for all: every right-wrong pair a tie
     assert 0 < rep["truth"] < 1 and 0 < rep["top_share"] <= 1
+
+
+def test_a_judge_from_the_base_model_keeps_its_body_and_draws_its_head_from_the_seed():
+    from utils.models.policy import load_policy
+
+    base, tok = load_policy()
+    j = jm.make_judge(tok, jm.JudgeConfig(init="rlvr-base", seed=3))
+    assert (j.config.n_layer, j.config.n_embd) == (base.config.n_layer, base.config.n_embd)   # the model's size
+    for (name, p), (_, q) in zip(j.transformer.named_parameters(), base.transformer.named_parameters()):
+        assert torch.equal(p, q), name                                                         # its weights
+    same, other = (jm.make_judge(tok, jm.JudgeConfig(init="rlvr-base", seed=s)) for s in (3, 4))
+    assert torch.equal(j.score.weight, same.score.weight) and not torch.equal(j.score.weight, other.score.weight)
+    assert j.score.weight.shape == (1, base.config.n_embd)
+    p = jm.judge_probs(j.eval(), tok, ["12+5="], ["17"])
+    assert len(p) == 1 and 0 < p[0] < 1
+    # training fine-tunes the body too, not only the head
+    cfg = jm.JudgeConfig(init="rlvr-base", steps=2, batch_size=2, lr=1e-3, seed=0)
+    trained, _ = jm.train_judge(tok, ["1+2=", "3+4="], ["3", "8"], [1, 0], cfg, progress=False)
+    assert not torch.equal(trained.transformer.h[0].attn.c_attn.weight, base.transformer.h[0].attn.c_attn.weight)
+
+
+@pytest.mark.parametrize("cfg, tok, match", [
+    (dict(init="gpt2"), None, "init must be one of"), (dict(init="rlvr-base", n_positions=64), None, "n_positions=64"),
+    (dict(init="rlvr-base"), TOK, "another tokenizer")])
+def test_a_bad_init_is_refused_by_name(cfg, tok, match):
+    from utils.models.policy import load_policy
+
+    with pytest.raises(ValueError, match=match):
+        jm.make_judge(tok or load_policy()[1], jm.JudgeConfig(**cfg))

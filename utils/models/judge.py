@@ -1,6 +1,7 @@
 """A learned judge (Lab 11): a small reward model that reads a problem and a completion and returns the
-probability that the completion is right, trained on labelled completions (a rubric's verdicts, with the label
-noise of a real AI judge: RLAIF, Constitutional AI arXiv 2212.08073).
+probability that the completion is right, trained on labelled completions (noisy labels: a rule's verdicts with a
+share flipped, the proxy reward model of Gao et al., arXiv 2210.10760; not a judge that reads principles, RLAIF).
+It starts from random weights or from the shipped arithmetic model's (JudgeConfig.init).
 
 The judge is a GPT-2 with a one-number head (transformers' GPT2ForSequenceClassification, num_labels=1) over the
 policy's own character tokenizer; it reads `problem + completion` and scores the last token (right padding, so
@@ -14,6 +15,7 @@ utils.verifiers.api.JudgeClient; judge_probs is the same in one call. Reward-mod
 arXiv 2310.02743.
 """
 import bisect
+import copy
 import math
 from dataclasses import asdict, dataclass
 
@@ -21,12 +23,16 @@ import torch
 
 from utils import checks
 
+INITS = ("scratch", "rlvr-base")   # a judge's starting weights: random, or the shipped arithmetic model's body
+
 
 @dataclass
 class JudgeConfig:
     """The judge's size and training: n_layer, n_embd, n_head (GPT-2's), steps of batch_size examples at lr
     (AdamW, constant), and the seed of its initialisation and batch order. n_positions: the longest
-    problem + completion it reads, in tokens (longer ones are cut to their last n_positions tokens)."""
+    problem + completion it reads, in tokens (longer ones are cut to their last n_positions tokens). init: "scratch"
+    (random weights at this size) or "rlvr-base" (the shipped arithmetic model's body under a fresh one-number head:
+    its size is the model's, so n_layer, n_embd and n_head are not read; n_positions may not exceed the model's)."""
     n_layer: int = 2
     n_embd: int = 64
     n_head: int = 4
@@ -35,9 +41,12 @@ class JudgeConfig:
     batch_size: int = 64
     lr: float = 1e-3
     seed: int = 0
+    init: str = "scratch"
 
     def validate(self):
         w = "JudgeConfig"
+        if self.init not in INITS:
+            raise ValueError(f"{w}: init must be one of {INITS}, got {checks._short(self.init)}")
         for name, lo, hi in (("n_layer", 1, 48), ("n_embd", 4, 4096), ("n_head", 1, 64), ("n_positions", 4, 4096),
                              ("steps", 0, 1_000_000), ("batch_size", 1, 65_536), ("seed", 0, 2**63 - 1)):
             checks.number(w, name, getattr(self, name), lo=lo, hi=hi, integer=True)
@@ -54,11 +63,33 @@ def make_judge(tokenizer, cfg=None):
     cfg = _cfg("make_judge", cfg)
     checks.tokenizer("make_judge", "tokenizer", tokenizer)
     torch.manual_seed(cfg.seed)
+    if cfg.init != "scratch":
+        return _from_model(tokenizer, cfg)
     return GPT2ForSequenceClassification(GPT2Config(
         vocab_size=len(tokenizer), n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_layer=cfg.n_layer,
         n_head=cfg.n_head, num_labels=1, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
         bos_token_id=tokenizer.eos_token_id, activation_function="gelu_pytorch_tanh"))
+
+
+def _from_model(tokenizer, cfg):
+    """A judge whose body is the shipped model cfg.init's (its weights, its size) and whose head is new (seeded)."""
+    from transformers import GPT2ForSequenceClassification
+
+    from utils.models.policy import load_policy
+
+    model, model_tok = load_policy(cfg.init)
+    if model_tok.get_vocab() != tokenizer.get_vocab():
+        raise ValueError(f"make_judge: init={cfg.init!r} reads another tokenizer's ids; judge with its tokenizer "
+                         f"(load_policy({cfg.init!r})[1]) or init='scratch'")
+    if cfg.n_positions > model.config.n_positions:
+        raise ValueError(f"make_judge: n_positions={cfg.n_positions} is more than {cfg.init!r} reads "
+                         f"({model.config.n_positions}); set n_positions <= {model.config.n_positions}")
+    conf = copy.deepcopy(model.config)
+    conf.num_labels, conf.pad_token_id, conf.architectures = 1, tokenizer.pad_token_id, None
+    judge = GPT2ForSequenceClassification(conf)           # the head drawn from the seeded stream, as at scratch
+    judge.transformer.load_state_dict(model.transformer.state_dict())
+    return judge
 
 
 def _window(tokenizer, problem, completion, n_positions):
@@ -160,7 +191,7 @@ def judge_scorer(judge, tokenizer):
 
 
 def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=True):
-    """A judge trained from scratch on (problem, completion, label 0/1) triples: cfg.steps steps of
+    """A judge trained (from cfg.init's weights) on (problem, completion, label 0/1) triples: cfg.steps steps of
     cfg.batch_size examples drawn in a seeded order, binary cross-entropy on the logit. Returns (judge in eval
     mode, history: one dict per step {step, loss})."""
     from tqdm.auto import tqdm
