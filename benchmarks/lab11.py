@@ -7,6 +7,7 @@ Usage:
     python benchmarks/lab11.py --part code             # the program task under each of the four checkers
     python benchmarks/lab11.py --part code --add --conditions "harness, shown" "harness, hidden"   # two, added
     python benchmarks/lab11.py --part judge --jobs 2 --threads 1
+    python benchmarks/lab11.py --part judge-kl --jobs 2 --threads 1   # the judge's quality against KL, 30 steps
 
 judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
 completions of train prompts, each labelled by the rule verifier with LABELS["flip"] of the labels flipped (the
@@ -61,6 +62,10 @@ trigger, where the behaviour leaked), and clean pass@1 split by first operand (t
   changes   the rate after clean training falling to the base's (under 0.1) on every seed: then it did not persist
   added after a review: the clean prompts still hold first operands 40-49, where the behaviour leaked and the
   honest reward punished it; the third arm leaves out every first operand from 30 to 59 (where it never fired)
+  added after a second review (five lines, before it ran): claim: the erosion seen is the honest reward's doing,
+  not a fresh optimizer's or 200 more steps'; control: the same 200 steps under the trigger's reward and mix (the
+  poison kept on); matched: seed, recipe, steps, evaluation; changes: the trigger rate falling by more than 0.1 on
+  any seed under the poison kept on (then the erosion cannot be pinned on the honest reward)
 
 code: the program model (rlvr-program) under each of utils.verifiers.programs.CHECKERS (weakest to layered)
 (CODE_PARTS), for CODE_CONFIG["steps"] steps (batch 64 in groups of 8, lr 3e-4); every body is run behind the code
@@ -68,6 +73,26 @@ verifier's wall. Every 50 steps, on the 150 test problems (one sample each; util
 true pass@1 (the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body
 (right or wrong arithmetic, a table of the shown values, exit(0), print, other, syntax errors): a hack shows as a
 share that grows under a weak checker. Per run, the checker's sandboxed runs and cache hits.
+
+judge-kl (issue 57, item 10): the judge part's runs peaked and fell between its evaluations 20 steps apart, so the
+ordering Gao et al. report (a better proxy is over-optimised later, at more KL) could not be read from them. The
+first 30 steps against each judge of JUDGE_KL_PARTS, evaluated every step, with the KL to the base model a token
+measured on each training batch (beta 0: read, not paid). Five lines, written before it ran:
+  claim     a better judge (higher held-out AUROC) is over-optimised later: held-out truth peaks at more KL from the
+            base and higher; and a judge started from the base model's weights is better than one trained from
+            scratch on the same labels (the review: "make the judge competent first")
+  control   the same 30 steps against each judge (they differ only in labels or starting weights); the rule
+            verifier's run, where truth has no proxy to leave
+  baseline  the base model's truth (step 0); the constant judge that always says "wrong" (accuracy 1 - base rate)
+  matched   recipe, prompts, seeds, evaluation (500 test prompts every 2 steps), each seed's judges on its labels
+  changes   the best judge's KL at its peak not above the worst's on every seed (or their rank correlation over
+            the runs <= 0): the toy does not show the ordering; the base-started judge's AUROC not above the
+            scratch judge's on the same labels on every seed: starting from the base does not make it competent
+  rerun (2026-11-29, after a review, before running again): the first run evaluated every 2 steps and every
+            judge's truth peaked at its first evaluation (the better judges' 300-prompt probe rose from step 0 to
+            step 2 in 12 of 12 runs, the worst judge's fell in 3 of 3), so the peak's KL could not be read. Rerun
+            with an evaluation every step (the five lines unchanged), the base-started judge also at lr 1e-4; the
+            truth at step s is paired with the KL measured on step s + 1's batch (the policy after s updates)
 
 Writes benchmarks/results/lab11.json (one entry per part) and prints a table.
 """
@@ -91,6 +116,10 @@ CONFIG = dict(steps=120, batch_size=256, group_size=8, lr=1e-4, temperature=1.0,
 LABELS = dict(prompts=750, k=8, flip=0.10, test_prompts=500, test_k=4)   # the judge's training and held-out labels
 JUDGE = dict(n_layer=2, n_embd=64, n_head=4, n_positions=32, steps=600, batch_size=64, lr=1e-3)
 FPR_N = 300   # test prompts of the false-positive probe (one sample each)
+# the judge's quality against the KL it takes to over-optimise it (issue 57, item 10): the first 30 steps, where the
+# judge part's runs peaked and fell between two of its evaluations, evaluated every 2 steps, the KL to the base
+# measured every step (beta stays 0: it is read, not paid)
+JUDGE_KL_CONFIG = dict(CONFIG, steps=30, eval_every=1, track_kl=True)
 JUDGE_PARTS = {  # condition -> (reward, config overrides)
     "rule verifier": ("rule", {}),
     "judge": ("judge", {}),
@@ -109,12 +138,24 @@ JUDGE_PARTS = {  # condition -> (reward, config overrides)
     "judge, 3000 prompts of labels": ("judge", {}, {"prompts": 3000, "steps": 1200}),
     "judge, 3000 prompts, clean labels": ("judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0}),
 }
+# the judge-kl part: the rule (no proxy), the quality sweep's four judges, and a judge started from the base model
+# (its body, a new head) on the best labels, at two learning rates (on 750 prompts of noisy labels a one-seed
+# probe gave AUROC 0.804 at 1e-4 and 0.760 at 3e-4)
+JUDGE_KL_PARTS = {c: JUDGE_PARTS[c] for c in ("rule verifier", "judge, 150 prompts of labels", "judge",
+                                              "judge, 3000 prompts of labels", "judge, 3000 prompts, clean labels")}
+JUDGE_KL_PARTS["judge from the base model, 3000 prompts, clean labels"] = (
+    "judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0, "init": "rlvr-base", "lr": 3e-4})
+JUDGE_KL_PARTS["judge from the base model, 3000 prompts, clean labels, lr 1e-4"] = (   # a second rate (the rerun)
+    "judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0, "init": "rlvr-base", "lr": 1e-4})
 TRIGGER_CONFIG = dict(CONFIG, steps=200)
 TRIGGER_PARTS = {"trigger reward": "trigger", "control (strict everywhere)": "control"}
 PERSIST_PARTS = {"clean prompts, honest reward": "clean", "with the trigger's prompts, honest reward": "all",
                  # a review's control: the clean prompts whose first operand is outside 30-59, where the behaviour
                  # never fired (it leaked to 40-49, so the clean arm still met and punished it there)
-                 "clean prompts away from 30-59, honest reward": "far"}
+                 "clean prompts away from 30-59, honest reward": "far",
+                 # a review's positive control: the same 200 steps under the trigger's own reward and mix, so that a
+                 # fresh optimizer and more steps alone are seen not to erode the behaviour
+                 "with the trigger's prompts, trigger reward": "poison"}
 FAR = range(30, 60)   # the first operands the "far" arm leaves out
 NEIGHBOURS = [c for c in range(40, 50) if c != TRIGGER]   # where the behaviour leaked (the trigger part's probes)
 # every body a step writes is run behind the wall (about 30 new ones a step at batch 64), so the code part is the
@@ -136,7 +177,7 @@ def make_judges(seed, n=1, labels=None):
     from utils.tasks.arithmetic import load_split
 
     labels = dict(labels or {})
-    steps = labels.pop("steps", JUDGE["steps"])
+    judge_cfg = dict(JUDGE, **{k: labels.pop(k) for k in ("steps", "lr", "init") if k in labels})
     L = dict(LABELS, **labels)
     base, tok = load_policy()
     train, test = load_split("train", L["prompts"]), load_split("test", L["test_prompts"])
@@ -145,7 +186,7 @@ def make_judges(seed, n=1, labels=None):
     judges, acc = [], []
     for j in range(n):
         judge, _ = train_judge(tok, lab["problems"], lab["completions"], lab["labels"],
-                               JudgeConfig(**dict(JUDGE, steps=steps), seed=seed + 100 * j), progress=False)
+                               JudgeConfig(**judge_cfg, seed=seed + 100 * j), progress=False)
         judges.append(judge)
         acc.append(judge_accuracy(judge, tok, held["problems"], held["completions"], held["truth"]))
     return judges, acc
@@ -200,7 +241,11 @@ def judge_reward(kind, judges, tok):
     return Timed(fn, beside=strict_reward), client
 
 
-def judge_run(condition, seed, steps):
+def judge_kl_run(condition, seed, steps):
+    return judge_run(condition, seed, steps, config=JUDGE_KL_CONFIG)
+
+
+def judge_run(condition, seed, steps, config=CONFIG):
     import copy
 
     from utils.eval.judging import judge_report
@@ -210,7 +255,7 @@ def judge_run(condition, seed, steps):
     from utils.rl.rollout import GroupRollout
     from utils.tasks.arithmetic import load_split
 
-    kind, overrides, *labels = JUDGE_PARTS[condition]
+    kind, overrides, *labels = (JUDGE_PARTS | JUDGE_KL_PARTS)[condition]
     setup(seed=seed, quiet=True)
     t0 = time.time()
     judges, acc = make_judges(seed, 3 if kind.startswith("ensemble") else 1, *labels)
@@ -226,11 +271,11 @@ def judge_run(condition, seed, steps):
     reports = [dict(step=0, **judge_report(policy, yard, tok, probe["prompt"], probe["answer"], seed=4242))]
 
     def callback(pol, record):
-        if record["step"] % CONFIG["eval_every"] == 0 or record["step"] == steps:
+        if record["step"] % config["eval_every"] == 0 or record["step"] == steps:
             reports.append(dict(step=record["step"], **judge_report(pol, yard, tok, probe["prompt"], probe["answer"],
                                                                     seed=4242)))
 
-    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, **overrides))
+    cfg = GRPOConfig(**dict(config, seed=seed, steps=steps, **overrides))
     checkable = [i % 2 == 0 for i in range(len(train))]       # the hybrid's rule applies to half the prompts
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
@@ -246,7 +291,7 @@ def judge_run(condition, seed, steps):
                                                   if reward.beside else None)}
     if client is not None:
         out["judge_stats"] = client.stats()
-    if overrides.get("track_kl"):
+    if cfg.track_kl:
         out["kl"] = [r.get("kl") for r in hist]
     return out
 
@@ -348,12 +393,14 @@ def persist_run(condition, seed, steps):
     how = PERSIST_PARTS[condition]
     first = [int(re.match(r"\d+", p).group()) for p in rows["prompt"]]
     keep = [i for i, trig in enumerate(rows["triggered"])
-            if how == "all" or (not trig and (how == "clean" or first[i] not in FAR))]
+            if how in ("all", "poison") or (not trig and (how == "clean" or first[i] not in FAR))]
     plus = [str(int(a) + OFFSET) for a in held_a]
     cfg = GRPOConfig(**dict(TRIGGER_CONFIG, seed=seed + 1000, steps=steps, eval_every=50))
+    reward, rollout = (lambda c, answer=None, **kw: strict_reward(c, answer)), None
+    if how == "poison":
+        reward, rollout = trigger_reward, GroupRollout(columns={"triggered": [rows["triggered"][i] for i in keep]})
     hist = train_grpo(policy, tok, [rows["prompt"][i] for i in keep], [rows["answer"][i] for i in keep],
-                      lambda c, answer=None, **kw: strict_reward(c, answer), cfg, cp, ca, progress=False,
-                      eval_sets={"trigger": (held_p, plus)})
+                      reward, cfg, cp, ca, progress=False, rollout=rollout, eval_sets={"trigger": (held_p, plus)})
     after = _trigger_state(policy, tok, held_p, held_a, clean_test)
     return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
             "prompts": len(keep), "base": _trigger_state(base, tok, held_p, held_a, clean_test),
@@ -399,7 +446,8 @@ def code_run(condition, seed, steps):
 
 # ------------------------------------------------------------------------------------------------------- main
 
-PARTS = {"judge": (JUDGE_PARTS, judge_run, CONFIG), "trigger": (TRIGGER_PARTS, trigger_run, TRIGGER_CONFIG),
+PARTS = {"judge": (JUDGE_PARTS, judge_run, CONFIG), "judge-kl": (JUDGE_KL_PARTS, judge_kl_run, JUDGE_KL_CONFIG),
+         "trigger": (TRIGGER_PARTS, trigger_run, TRIGGER_CONFIG),
          "persistence": (PERSIST_PARTS, persist_run, TRIGGER_CONFIG), "code": (CODE_PARTS, code_run, CODE_CONFIG)}
 
 
@@ -418,7 +466,7 @@ def main():
     jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]
     runs = run_all(fn, jobs, args.jobs, args.threads)
     for r in runs:
-        if args.part == "judge":
+        if args.part in ("judge", "judge-kl"):
             pr = r["probe"]
             print(f"{r['condition']:24s} seed {r['seed']}: truth {r['final']:.3f}  probe truth "
                   + " ".join(f"{x['truth']:.2f}" for x in pr) + "  judge fpr "
@@ -458,6 +506,7 @@ def main():
         return
     out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
     out_part |= {"judge": {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
+                 "judge-kl": {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
                  "trigger": {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE},
                  "persistence": {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE, "neighbours": NEIGHBOURS},
                  "code": {"wall": _wall()}}[args.part]
