@@ -293,6 +293,10 @@ def judge_run(condition, seed, steps, config=CONFIG):
         out["judge_stats"] = client.stats()
     if cfg.track_kl:
         out["kl"] = [r.get("kl") for r in hist]
+    if config is JUDGE_KL_CONFIG:   # the base model on the loop's own held-out evaluation: the curve's step 0
+        from utils.eval.metrics import heldout_metrics
+        out["base_heldout"] = heldout_metrics(base, tok, {"heldout": (test["prompt"], test["answer"])},
+                                              n=config["eval_n"])["heldout_pass@1"]
     return out
 
 
