@@ -56,7 +56,7 @@ from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_to
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, programs, scratchpad, tools
 from utils.tasks import trigger as trigger_task
-from utils.verifiers import api, attacks, code, isolation, seccomp, signature, spurious, sql
+from utils.verifiers import api, attacks, code, isolation, label_free, seccomp, signature, spurious, sql
 from utils.verifiers import arithmetic as verifiers
 from utils.verifiers import chat as chat_verifier
 from utils.verifiers import mix as mix_verifier
@@ -485,6 +485,8 @@ CASES.update({
         reward_fn=verifiers.strict_reward, output_key="output",
         cases=[{"id": "a", "kind": "k", "output": "42", "answer": "42", "label": 1.0}]),
         lambda r: 0 <= r["coverage"] <= 1),
+    "label_free.majority_label": (label_free.majority_label, dict(texts=["12", "12", "13"], min_share=0.0),
+                                  lambda r: r is None or isinstance(r, int)),
     "spurious.random_reward": (spurious.random_reward, dict(p=0.5, seed=0), lambda r: callable(r)),
     "spurious.noisy_reward": (spurious.noisy_reward, dict(reward_fn=trace_verifiers.outcome_reward, q=0.2, seed=0),
                               lambda r: callable(r)),
@@ -654,7 +656,7 @@ ROWS_COLUMNS = dict(answer=["834"], a=[478], b=[356])
 CODE = dict(completions=["def solve(x):\n    return x"], tests=[{"input": [1], "output": 1}], func_name="solve",
             timeout_s=2.0, allow_weaker_wall=False, wall=None, audit_hook=True, workers=1)
 JUDGED = {"completions", "text", "answer", "a", "b", "tests", "shown", "triggered", "reference_sql", "func_name",
-          "c", "task", "problem", "checkable"}
+          "c", "task", "problem", "checkable", "gold", "texts"}
 COLUMNS = JUDGED - {"completions", "text", "func_name", "c"}   # what a dataset holds: a column may be missing
 JUDGE = api.JudgeClient(lambda problems, completions: [0.75] * len(completions), name="judge")
 JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | "score": one float)
@@ -666,6 +668,10 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "chat.chat_reward": (chat_verifier.chat_reward, dict(completions=["Answer: 66"], answer=["66"]), "scores"),
     "chat.chat_match": (chat_verifier.chat_match, dict(text="Answer: 66", answer="66"), "score"),
     "spurious.wrong_answer_reward": (spurious.wrong_answer_reward, dict(completions=["66"], answer=["66"]), "scores"),
+    "label_free.majority_vote_reward": (label_free.majority_vote_reward, dict(
+        completions=["66", "66", "66"], answer=["66"] * 3, problem=["37+29="] * 3, gold=[False, True, False]),
+        "scores"),
+    "verifiers.strict_answer": (verifiers.strict_answer, dict(text="66"), "answer"),
     "spurious.random_reward(0.5)": (spurious.random_reward(0.5), dict(completions=["66"], answer=["66"]), "scores"),
     "spurious.noisy_reward(outcome, 0.3), wrong at random": (spurious.noisy_reward(trace_verifiers.outcome_reward, 0.3),
                                             dict(completions=[TRACE], **ROWS_COLUMNS), "scores"),
@@ -722,6 +728,8 @@ def _judged_ok(out, kind, kw):
         return True
     if kind == "score":
         return isinstance(out, float) and 0.0 <= out <= 1.0
+    if kind == "answer":   # strict_answer: an int or None
+        return out is None or (isinstance(out, int) and not isinstance(out, bool))
     n = len(kw["completions"]) if isinstance(kw["completions"], list) else None
     return _finite_floats(out, n)
 

@@ -26,6 +26,17 @@ def _target(answer):
         return None
 
 
+def strict_answer(text):
+    """The integer `text` spells by strict_match's rules (below), or None: a label-free reward reads answers this
+    way, so that it counts as one answer exactly what the strict verifier would judge as one."""
+    if not isinstance(text, str) or len(text) > MAX_CHARS:
+        return None
+    s = text.strip(" \t\r\n")
+    if not s.isascii() or not _STRICT.fullmatch(s) or s == "-0":
+        return None
+    return int(s)
+
+
 def strict_match(text, answer):
     """1.0 iff `text` is exactly the answer, by these rules, else 0.0:
 
@@ -36,13 +47,8 @@ def strict_match(text, answer):
     - the integer it spells must equal `answer` (an int, a str written the same way, or a float holding an int).
     Non-strings, texts over MAX_CHARS characters and non-ASCII digits score 0.0.
     """
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
-        return 0.0
-    s = text.strip(" \t\r\n")
-    if not s.isascii() or not _STRICT.fullmatch(s) or s == "-0":
-        return 0.0
-    target = _target(answer)
-    return 1.0 if target is not None and int(s) == target else 0.0
+    got, target = strict_answer(text), _target(answer)
+    return 1.0 if got is not None and target is not None and got == target else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,170 @@
+"""Lab 12's multi-seed study: rewards with no verifier, the policy's own majority vote as the label.
+Usage:
+
+    python benchmarks/lab12.py --part labels --jobs 2 --threads 1   # four rewards, 200 steps, seeds 0-2
+
+labels (issue 62, item 2): Lab 01's recipe (the shipped base model, the arithmetic task's train split, batch 256 in
+groups of 8, lr 1e-4, beta 0) for CONFIG["steps"] steps under each reward of LABEL_PARTS:
+  strict          the strict verifier against the true answers (grounded labels: the control)
+  majority vote   utils.verifiers.label_free.majority_vote_reward: each group's majority answer is the label (TTRL,
+                  arXiv 2504.16084); the true answers are never read
+  majority + gold the same, but the prompts whose index in the train split is a multiple of 8 (1 in 8) are paid
+                  by the strict verifier: a small budget of gold labels
+  random          Lab 03's coin (utils.verifiers.spurious.random_reward), its rate matched to the majority vote's
+                  pay rate on the base model (the share of samples that agree with their group's label)
+Every EVAL_EVERY steps (and at step 0), on PROBE_N test prompts with K samples each (seeded as the run): the truth
+(mean strict pass@1), agreement (the share of samples that give their prompt's majority label; 0 where there is
+none), the share of prompts with no label (a tie), and the label's accuracy (the share of prompts whose majority
+label is the true answer), overall and by the base model's difficulty of the prompt (its right samples of K at
+step 0: hard 0, mid 1-3, easy 4-8), and the policy's mean token entropy on those samples.
+
+Five lines (REVIEWING.md), written before it ran:
+  claim     the majority label teaches the truth where the base model's majority is right and the wrong answer
+            where it is not: the truth rises at first (toward the base model's majority accuracy), then stops or
+            falls while agreement climbs towards 1 (a collapse onto its own answers); the grounded reward keeps
+            rising; a gold label on 1 prompt in 8 keeps the truth up; the random reward moves little (Lab 03)
+  control   the strict reward (grounded labels) and the rate-matched random reward, on the same recipe and seeds
+  baseline  the base model's pass@1 and majority accuracy on the same probe prompts (step 0)
+  matched   recipe, prompts, seeds, steps and evaluation; every arm samples the same completions a step
+  changes   majority vote at step 200 at or above strict on every seed (then the missing labels cost nothing
+            here), or never 0.03 above its start (it taught nothing); majority + gold not above majority vote at step
+            200 on every seed (then the gold budget does not hold it)
+
+Writes benchmarks/results/lab12.json (one entry per part) and prints a table.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
+from utils.setup import environment, setup  # noqa: E402
+
+CONFIG = dict(steps=200, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8, eps_low=0.2,
+              eps_high=0.2, beta=0.0, eval_every=20, eval_n=500, seed=0, track_kl=False)
+PROBE_N, K = 300, 8          # the probe: test prompts, samples each
+GOLD_EVERY = 8               # majority + gold: the train prompts whose index is a multiple of this are gold
+LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, gold on 1 prompt in 8": "gold",
+               "random reward (rate-matched)": "random"}
+BINS = {"hard (0 of 8)": (0, 0), "mid (1-3 of 8)": (1, 3), "easy (4-8 of 8)": (4, 8)}
+
+
+def probe(policy, tok, prompts, answers, seed, base_right=None):
+    """The label-free measures of one policy on the probe prompts (module docstring); base_right: the base model's
+    right samples per prompt, for the difficulty bins (None: this is the base model, and they are returned)."""
+    from utils.eval.metrics import evaluate
+    from utils.verifiers.arithmetic import strict_answer
+    from utils.verifiers.label_free import majority_label
+
+    ev = evaluate(policy, tok, prompts, answers, k=K, seed=seed, entropy=True)
+    right = np.asarray(ev["correct"])                                        # [P] right samples of K
+    labels = [majority_label(ev["texts"][i * K:(i + 1) * K]) for i in range(len(prompts))]
+    agree = [sum(strict_answer(t) == lab for t in ev["texts"][i * K:(i + 1) * K]) / K if lab is not None else 0.0
+             for i, lab in enumerate(labels)]
+    label_right = np.array([lab is not None and lab == int(a) for lab, a in zip(labels, answers)])
+    base_right = right if base_right is None else np.asarray(base_right)
+    out = {"truth": float(ev["pass@1"]), "agreement": float(np.mean(agree)),
+           "no_label": float(np.mean([lab is None for lab in labels])), "label_acc": float(label_right.mean()),
+           "entropy": float(ev["entropy"]), "label_acc_by_bin": {}, "truth_by_bin": {}}
+    for name, (lo, hi) in BINS.items():
+        m = (base_right >= lo) & (base_right <= hi)
+        out["label_acc_by_bin"][name] = float(label_right[m].mean()) if m.any() else None
+        out["truth_by_bin"][name] = float(right[m].mean() / K) if m.any() else None
+    return out, right.tolist()
+
+
+def base_pay_rate(base, tok, train, seed=0, n=500):
+    """The majority vote's pay rate on the base model: the mean reward of K samples of n train prompts."""
+    import torch
+
+    from utils.models.policy import sample
+    from utils.verifiers.label_free import majority_vote_reward
+    prompts = list(train["prompt"][:n])
+    texts = sample(base, tok, prompts, k=K, generator=torch.Generator().manual_seed(seed)).texts
+    return float(np.mean(majority_vote_reward(texts, problem=[p for p in prompts for _ in range(K)])))
+
+
+def labels_run(condition, seed, steps):
+    import copy
+
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import GroupRollout
+    from utils.tasks.arithmetic import load_split
+    from utils.verifiers.arithmetic import strict_reward
+    from utils.verifiers.label_free import majority_vote_reward
+    from utils.verifiers.spurious import random_reward
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    train, test = load_split("train"), load_split("test")
+    pp, pa = list(test["prompt"][:PROBE_N]), list(test["answer"][:PROBE_N])
+    kind = LABEL_PARTS[condition]
+    columns = {"problem": list(train["prompt"])}
+    p_random = None
+    if kind == "strict":
+        reward = strict_reward
+    elif kind == "random":
+        p_random = base_pay_rate(base, tok, train)
+        reward = random_reward(p_random, seed=seed)
+    else:
+        reward = majority_vote_reward
+        if kind == "gold":
+            columns["gold"] = [i % GOLD_EVERY == 0 for i in range(len(train["prompt"]))]
+    start, base_right = probe(base, tok, pp, pa, seed=4242)
+    reports = [dict(step=0, **start)]
+
+    def callback(pol, record):
+        if record["step"] % CONFIG["eval_every"] == 0 or record["step"] == steps:
+            reports.append(dict(step=record["step"], **probe(pol, tok, pp, pa, 4242, base_right)[0]))
+
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps))
+    t = time.time()
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
+                      progress=False, callback=callback, rollout=GroupRollout(columns=columns))
+    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "p_random": p_random, "final": hist[-1]["heldout_pass@1"],
+            "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
+            "probe": reports, "reward_mean": [r["reward_mean"] for r in hist],
+            "zero_spread_frac": [r.get("zero_spread_frac") for r in hist]}
+
+
+PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=tuple(PARTS), default="labels")
+    args = run_options(ap).parse_args()
+    conds, fn, config = PARTS[args.part]
+    args.steps = args.steps or config["steps"]
+    jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]
+    runs = run_all(fn, jobs, args.jobs, args.threads)
+    for r in runs:
+        pr = r["probe"]
+        print(f"{r['condition']:40s} seed {r['seed']}: held-out {r['final']:.3f}  probe truth "
+              + " ".join(f"{x['truth']:.2f}" for x in pr) + "  agreement "
+              + " ".join(f"{x['agreement']:.2f}" for x in pr) + "  label acc "
+              + " ".join(f"{x['label_acc']:.2f}" for x in pr) + f"  run {r['seconds']:.0f} s", flush=True)
+    if args.add and args.conditions and args.steps == config["steps"] and args.seeds == [0, 1, 2]:
+        add_runs("lab12", args.part, runs, environment())
+        return
+    if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
+        print("(a partial run: not written to the results)")
+        return
+    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs,
+                "probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS}
+    if args.jobs > 1:
+        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
+    write_part("lab12", args.part, out_part)
+
+
+if __name__ == "__main__":
+    main()

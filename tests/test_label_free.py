@@ -1,0 +1,67 @@
+"""utils.verifiers.label_free: the majority label and the reward it makes, against values worked out by hand."""
+import numpy as np
+import pytest
+
+from utils.verifiers.arithmetic import strict_answer
+from utils.verifiers.label_free import majority_label, majority_vote_reward
+
+
+@pytest.mark.parametrize("text, want", [("12", 12), (" 12\n", 12), ("-3", -3), ("0", 0), ("07", None), ("-0", None),
+                                        ("12 apples", None), ("1,200", None), ("", None), (None, None), (12, None),
+                                        ("9" * 100, None)])
+def test_strict_answer_reads_what_strict_match_would_judge(text, want):
+    assert strict_answer(text) == want
+
+
+@pytest.mark.parametrize("texts, min_share, want", [
+    (["12", "12", "13"], 0.0, 12),              # two votes against one
+    (["12", "13"], 0.0, None),                  # a tie: no label
+    (["12", "12", "13", "13", "7"], 0.0, None),  # a tie for the most votes, whatever else
+    (["x", "12"], 0.0, 12),                     # unreadable texts cast no vote
+    (["x", "07", None], 0.0, None),             # no readable answer: no label
+    (["12", "12", "x", "x", "x"], 0.4, 12),     # 2 of 5 votes: a share of 0.4, unreadable texts counted
+    (["12", "12", "x", "x", "x"], 0.5, None),   # under the share asked for
+    ([" 12", "12\n", "13"], 0.0, 12),           # the same answer however it is spaced
+])
+def test_the_majority_label_by_hand(texts, min_share, want):
+    assert majority_label(texts, min_share) == want
+
+
+def test_the_reward_pays_agreement_with_each_prompts_own_majority():
+    texts = ["12", "12", "13", "7", "8", "8", "5", "6"]
+    problem = ["a"] * 3 + ["b"] * 3 + ["c"] * 2
+    # a: label 12 (2 of 3); b: label 8; c: a tie, so no label and nothing paid; the answer column is not read
+    want = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    assert majority_vote_reward(texts, problem=problem) == want
+    assert majority_vote_reward(texts, answer=["999"] * 8, problem=problem) == want
+    # two groups of one prompt in the same call vote together: 13 wins 3 to 2
+    assert majority_vote_reward(["12", "12", "13", "13", "13"], problem=["a"] * 5) == [0.0, 0.0, 1.0, 1.0, 1.0]
+    # a wrong majority is paid as firmly as a right one: the reward cannot tell them apart
+    assert majority_vote_reward(["67", "67", "66"], answer=["66"] * 3, problem=["37+29="] * 3) == [1.0, 1.0, 0.0]
+
+
+def test_gold_prompts_are_paid_by_the_strict_verifier_and_the_rest_by_the_vote():
+    texts = ["67", "67", "66", "67", "67", "66"]
+    problem = ["p"] * 3 + ["q"] * 3
+    answer = ["66"] * 6
+    gold = [True] * 3 + [False] * 3
+    assert majority_vote_reward(texts, answer=answer, problem=problem, gold=gold) == [0.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    # numpy columns, as a dataset hands them over; a flag that is not True or False is not gold
+    assert majority_vote_reward(texts, answer=np.array(answer), problem=np.array(problem),
+                                gold=np.array(gold)) == [0.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    assert majority_vote_reward(["67", "67", "66"], answer=answer[:3], problem=problem[:3],
+                                gold=["yes", None, 2]) == [1.0, 1.0, 0.0]
+
+
+def test_what_a_policy_writes_never_raises_and_is_never_paid_unread():
+    texts = [None, "1" * 10**6, "5", "5", {"role": "assistant"}]
+    assert majority_vote_reward(texts, problem=["a"] * 5) == [0.0, 0.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(), "no `problem` column"),
+    (dict(problem=["a", "a"], gold=[True, False]), "no `answer` column"),
+    (dict(problem=["a", "a"], min_share=1.5), "min_share")])
+def test_a_missing_column_or_a_bad_option_is_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        majority_vote_reward(["1", "1"], **kw)
