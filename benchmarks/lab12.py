@@ -1,7 +1,8 @@
 """Lab 12's multi-seed study: rewards with no verifier, the policy's own majority vote as the label.
 Usage:
 
-    python benchmarks/lab12.py --part labels --jobs 2 --threads 1   # four rewards, 200 steps, seeds 0-2
+    python benchmarks/lab12.py --part labels --jobs 2 --threads 1     # four rewards, 200 steps, seeds 0-2
+    python benchmarks/lab12.py --part proposer --jobs 2 --threads 1   # who writes the problems: five arms
 
 labels (issue 62, item 2): Lab 01's recipe (the shipped base model, the arithmetic task's train split, batch 256 in
 groups of 8, lr 1e-4, beta 0) for CONFIG["steps"] steps under each reward of LABEL_PARTS:
@@ -29,6 +30,31 @@ Five lines (REVIEWING.md), written before it ran:
   changes   majority vote at step 200 at or above strict on every seed (then the missing labels cost nothing
             here), or never 0.03 above its start (it taught nothing); majority + gold not above majority vote at step
             200 on every seed (then the gold budget does not hold it)
+
+proposer (issue 62, item 1): the same recipe, its prompts chosen by each arm of PROPOSER_PARTS from a pool of
+POOL_N problems of each of the 18 kinds of utils.tasks.arithmetic.KINDS (digits of a and of b from 1 to 3, + or
+-; none a test, valid or ood prompt, none an evaluation prompt):
+  seed set        the train split alone (Lab 01: operands 0-99), a human's set of problems
+  uniform kinds   every kind equally often (utils.rl.proposer.ProposerRollout with lr 0)
+  curriculum      Lab 07's sweet spot: only the kinds whose base-model pass rate is in [0.3, 0.7] (fixed at start)
+  proposer        a Proposer (18 logits) paid AZR's learnability (1 - p for a group pass rate 0 < p < 1, else 0;
+                  arXiv 2505.03335) after every step, lr PROPOSER_LR
+  proposer + seed half of each step's prompts from the train split, half the proposer's (an anchor)
+Every 50 steps and at step 0: pass@1 (4 samples) on EVAL_N held-out problems of each kind, read by length class
+(LENGTHS: both operands of 1-2 digits; one of 3; both of 3); every step: the proposer's kind probabilities (stored
+every 10 steps), its learnability paid, and the share of groups with no spread.
+
+Five lines, written before it ran:
+  claim     a proposer paid for learnability moves its problems to the kinds where the solver's groups split,
+            so fewer of its groups have no spread than under uniform kinds, and it trains a solver at least as
+            good as uniform kinds at equal compute; on lengths it stops proposing it gains less (self-play papers:
+            AZR arXiv 2505.03335, R-Zero arXiv 2508.05004, report gains over training on a fixed seed set)
+  control   uniform kinds (the same grammar and pool); Lab 07's fixed curriculum; the seed set alone
+  baseline  the base model on each length class (step 0)
+  matched   recipe (batch 256 in groups of 8, lr 1e-4, 200 steps), completions sampled a step, evaluation, seeds
+  changes   the proposer's share of groups with no spread not below uniform's on every seed; or its mean pass@1
+            over the three length classes at step 200 not above uniform's on every seed (learnability did not buy
+            accuracy here)
 
 Writes benchmarks/results/lab12.json (one entry per part) and prints a table.
 """
@@ -136,7 +162,109 @@ def labels_run(condition, seed, steps):
             "zero_spread_frac": [r.get("zero_spread_frac") for r in hist]}
 
 
-PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG)}
+# ------------------------------------------------------------------------------------------ the proposer part
+
+POOL_N, EVAL_N, POOL_SEED, EVAL_SEED = 300, 40, 1212, 3434
+PROPOSER_LR = 1.0            # fixed before the runs
+SWEET = (0.3, 0.7)           # Lab 07's band
+PROPOSER_PARTS = {"seed set (train split)": "seed", "uniform kinds": "uniform", "curriculum (sweet-spot kinds)":
+                  "curriculum", "proposer (learnability)": "proposer", "proposer + seed set (half each)": "anchored"}
+LENGTHS = {"1-2 digits": lambda k: max(k[0], k[1]) <= 2, "one 3-digit operand": lambda k: (k[0] == 3) != (k[1] == 3),
+           "3+3 digits": lambda k: k[0] == 3 and k[1] == 3}
+
+
+def kind_sets():
+    """(pool rows with their kind index, eval rows with their kind index): disjoint, neither holding a test, valid
+    or ood prompt; the evaluation rows hold no train prompt either (the seed-set arm trains on the train split, and
+    the base model saw it in pre-training); the pool may hold train prompts (training data either way)."""
+    from utils.tasks.arithmetic import KINDS, kind_problems, load_split
+
+    held = {p for s in ("test", "valid", "ood") for p in load_split(s)["prompt"]}
+    train = set(load_split("train")["prompt"])
+    pool, evals = [], []
+    for k, kind in enumerate(KINDS):   # evaluation rows first: the smallest kinds (1+1 digits: 100) cannot fill both
+        ev = kind_problems(kind, EVAL_N, seed=EVAL_SEED + k, exclude=held | train)
+        evals += [dict(r, kind=k) for r in ev]
+        rows = kind_problems(kind, POOL_N, seed=POOL_SEED + k, exclude=held | {r["prompt"] for r in ev})
+        pool += [dict(r, kind=k) for r in rows]
+    return pool, evals
+
+
+def by_length(policy, tok, evals, seed=4242):
+    """pass@1 (4 samples) on each kind's evaluation rows, and its mean over each length class's kinds."""
+    from utils.eval.metrics import evaluate
+    from utils.tasks.arithmetic import KINDS
+
+    ev = evaluate(policy, tok, [r["prompt"] for r in evals], [r["answer"] for r in evals], k=4, seed=seed)
+    right = np.asarray(ev["correct"]) / 4.0
+    kinds = np.array([r["kind"] for r in evals])
+    per_kind = [float(right[kinds == k].mean()) for k in range(len(KINDS))]
+    return {"per_kind": per_kind, **{name: float(np.mean([per_kind[k] for k, kind in enumerate(KINDS) if f(kind)]))
+                                     for name, f in LENGTHS.items()}}
+
+
+def proposer_run(condition, seed, steps):
+    import copy
+
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.proposer import Proposer, ProposerRollout
+    from utils.rl.rollout import GroupRollout
+    from utils.tasks.arithmetic import KINDS, load_split
+    from utils.tasks.curation import sweet_spot
+    from utils.verifiers.arithmetic import strict_reward
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy()
+    policy = copy.deepcopy(base)
+    train, test = load_split("train"), load_split("test")
+    pool, evals = kind_sets()
+    kind_of = {(a, b, op): k for k, (a, b, op) in enumerate(KINDS)}
+    digits = lambda x: len(str(abs(x))) if x >= 10 else 1  # noqa: E731
+    train_rows = [{"prompt": p, "answer": a, "kind": kind_of[(digits(x), digits(y), o)]}
+                  for p, a, x, y, o in zip(train["prompt"], train["answer"], train["a"], train["b"], train["op"])]
+    start = by_length(base, tok, evals)
+    arm = PROPOSER_PARTS[condition]
+    base_rates = start["per_kind"]
+    proposer, rollout, rows = None, None, pool
+    if arm == "seed":
+        rows, rollout = train_rows, GroupRollout()
+    else:
+        logits = None
+        if arm == "curriculum":
+            keep = sweet_spot(base_rates, *SWEET)
+            logits = np.full(len(KINDS), -1e9)
+            logits[keep] = 0.0
+        rows = pool + (train_rows if arm == "anchored" else [])
+        proposer = Proposer(lr=PROPOSER_LR if arm in ("proposer", "anchored") else 0.0, logits=logits)
+        rollout = ProposerRollout(proposer=proposer, kinds=[r["kind"] for r in rows],
+                                  anchor=0.5 if arm == "anchored" else 0.0,
+                                  anchor_idx=list(range(len(pool), len(rows))) if arm == "anchored" else None)
+    reports = [dict(step=0, **start)]
+
+    def callback(pol, record):
+        if record["step"] % 50 == 0 or record["step"] == steps:
+            reports.append(dict(step=record["step"], **by_length(pol, tok, evals)))
+
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps))
+    t = time.time()
+    hist = train_grpo(policy, tok, [r["prompt"] for r in rows], [r["answer"] for r in rows], strict_reward, cfg,
+                      test["prompt"], test["answer"], progress=False, callback=callback, rollout=rollout)
+    out = {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+           "final": hist[-1]["heldout_pass@1"], "pool": len(rows),
+           "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
+           "by_length": reports, "zero_spread_frac": [r.get("zero_spread_frac") for r in hist],
+           "reward_mean": [r["reward_mean"] for r in hist]}
+    if proposer is not None:
+        h = rollout.history
+        out |= {"probs": [(i + 1, h[i]["probs"]) for i in range(len(h)) if (i + 1) % 10 == 0 or i == 0],
+                "learnability": [x["learnability"] for x in h], "proposer_zero_spread": [x["zero_spread"] for x in h],
+                "kinds_in_band": None if arm != "curriculum" else [int(k) for k in np.flatnonzero(logits == 0)]}
+    return out
+
+
+PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG), "proposer": (PROPOSER_PARTS, proposer_run, CONFIG)}
 
 
 def main():
@@ -148,6 +276,12 @@ def main():
     jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]
     runs = run_all(fn, jobs, args.jobs, args.threads)
     for r in runs:
+        if args.part == "proposer":
+            bl = r["by_length"]
+            print(f"{r['condition']:34s} seed {r['seed']}: held-out {r['final']:.3f}  "
+                  + "  ".join(f"{name} {bl[0][name]:.3f}->{bl[-1][name]:.3f}" for name in LENGTHS)
+                  + f"  no spread {np.mean(r['zero_spread_frac'][-20:]):.2f}  run {r['seconds']:.0f} s", flush=True)
+            continue
         pr = r["probe"]
         print(f"{r['condition']:40s} seed {r['seed']}: held-out {r['final']:.3f}  probe truth "
               + " ".join(f"{x['truth']:.2f}" for x in pr) + "  agreement "
@@ -159,8 +293,10 @@ def main():
     if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
         print("(a partial run: not written to the results)")
         return
-    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs,
-                "probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS}
+    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
+    out_part |= {"labels": {"probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS},
+                 "proposer": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR, "sweet": SWEET,
+                              "lengths": list(LENGTHS)}}[args.part]
     if args.jobs > 1:
         out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
     write_part("lab12", args.part, out_part)

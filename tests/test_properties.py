@@ -52,7 +52,7 @@ from utils.models import cost, memory
 from utils.models import judge as judge_model
 from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
-from utils.rl import breaks, grpo, launch, rollout, selftrain, staleness, trl_tools, trl_trainer
+from utils.rl import breaks, grpo, launch, proposer, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
 from utils.tasks import chat, curation, mix, programs, scratchpad, tools
 from utils.tasks import trigger as trigger_task
@@ -111,6 +111,10 @@ CASES = {
     "tasks.format_prompt": (tasks.format_prompt, dict(a=12, op="+", b=34),
                             lambda r: isinstance(r, str) and r.endswith("=")),
     "tasks.solve": (tasks.solve, dict(a=12, op="+", b=34), lambda r: isinstance(r, int)),
+    "tasks.kind_name": (tasks.kind_name, dict(kind=(2, 1, "-")), lambda r: isinstance(r, str)),
+    "tasks.kind_problems": (tasks.kind_problems, dict(kind=(2, 1, "+"), n=3, seed=0, exclude=frozenset()),
+                            lambda r: isinstance(r, list)),
+    "proposer.learnability": (proposer.learnability, dict(pass_rate=0.25, kind="azr"), lambda r: 0 <= r <= 1),
     "tasks.make_splits": (tasks.make_splits, dict(seed=0, sizes={"train": 10, "test": 5}), None),
     "curation.sweet_spot": (curation.sweet_spot, dict(rates=[0.1, 0.5, 0.9], lo=0.3, hi=0.7), None),
     "curation.random_subset": (curation.random_subset, dict(n_total=10, size=3, seed=0), lambda r: len(r) == 3),

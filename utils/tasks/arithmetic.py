@@ -10,6 +10,9 @@ Splits (written by `python -m utils.tasks.arithmetic`, loadable with `datasets`)
   ood    a 3-digit operand against a 1-2 digit one (100..999 op 0..99): out of distribution.
          Pre-training sees a small share of *other* 3-digit problems, so the base model
          solves these sometimes.
+
+The problem grammar (Lab 12's proposer): KINDS, each (digits of a, digits of b, operator) with 1 to 3 digits an
+operand; kind_problems draws problems of one kind, kind_name names it.
 """
 import os
 import random
@@ -56,6 +59,51 @@ def make_problem(rng, lo=0, hi=99, ops=OPS, big_lo=None, big_hi=None):
             b = rng.randint(big_lo, big_hi)
     op = rng.choice(ops)
     return {"prompt": format_prompt(a, op, b), "answer": str(solve(a, op, b)), "a": a, "op": op, "b": b}
+
+
+DIGITS = (1, 2, 3)   # an operand's digits in the problem grammar (one digit: 0-9)
+KINDS = tuple((da, db, op) for da in DIGITS for db in DIGITS for op in OPS)   # 18 kinds: (digits a, digits b, op)
+
+
+def kind_name(kind):
+    """'2+1 digits' for (2, 1, '+')."""
+    if kind not in KINDS:
+        raise ValueError(f"kind_name: kind must be one of KINDS, (digits of a, digits of b, op), got "
+                         f"{checks._short(kind)}")
+    return f"{kind[0]}{kind[2]}{kind[1]} digits"
+
+
+def _operand(rng, digits):
+    return rng.randint(0, 9) if digits == 1 else rng.randint(10 ** (digits - 1), 10 ** digits - 1)
+
+
+def kind_problems(kind, n, seed=0, exclude=frozenset()):
+    """n distinct problems {prompt, answer, a, op, b} of `kind` (digits of a, digits of b, op; one digit: 0-9),
+    drawn with random.Random(seed), none of them a prompt in `exclude`. Fewer than n exist for the smallest kinds
+    (1+1 digits: 100): then all that are not excluded, in drawn order."""
+    where = "kind_problems"
+    if kind not in KINDS:
+        raise ValueError(f"{where}: kind must be one of KINDS, (digits of a, digits of b, op), got "
+                         f"{checks._short(kind)}")
+    n = checks.number(where, "n", n, lo=0, hi=1_000_000, integer=True)
+    rng = random.Random(checks.number(where, "seed", seed, lo=0, integer=True))
+    if isinstance(exclude, (str, bytes)) or not hasattr(exclude, "__contains__"):
+        raise ValueError(f"{where}: exclude must be a set of prompts (or any collection), got {checks._short(exclude)}")
+    da, db, op = kind
+    possible = (10 if da == 1 else 9 * 10 ** (da - 1)) * (10 if db == 1 else 9 * 10 ** (db - 1))
+    out, seen = [], set()
+    for _ in range(50 * n + 1000):
+        if len(out) == n or len(seen) == possible:
+            break
+        a, b = _operand(rng, da), _operand(rng, db)
+        prompt = format_prompt(a, op, b)
+        if prompt in seen:
+            continue
+        seen.add(prompt)
+        if prompt not in exclude:
+            out.append({"prompt": prompt, "answer": str(solve(a, op, b)), "a": a, "op": op, "b": b})
+    return out
+
 
 
 def make_splits(seed=SPLITS_SEED, sizes=None):

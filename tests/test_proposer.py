@@ -1,0 +1,115 @@
+"""utils.rl.proposer and the problem grammar (utils.tasks.arithmetic.KINDS): the learnability rewards, the
+proposer's REINFORCE step and its rollout, against values worked out by hand."""
+import numpy as np
+import pytest
+
+from utils.models.policy import load_policy
+from utils.rl.grpo import GRPOConfig
+from utils.rl.loop import train_grpo
+from utils.rl.proposer import Proposer, ProposerRollout, learnability
+from utils.tasks.arithmetic import KINDS, kind_name, kind_problems
+
+
+@pytest.mark.parametrize("p, azr, rzero", [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.25, 0.75, 0.5), (0.5, 0.5, 1.0),
+                                           (0.75, 0.25, 0.5), (0.125, 0.875, 0.25)])
+def test_learnability_by_hand(p, azr, rzero):
+    assert learnability(p, "azr") == pytest.approx(azr) and learnability(p, "rzero") == pytest.approx(rzero)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(pass_rate=1.5), "pass_rate"), (dict(pass_rate=None), "pass_rate"),
+                                       (dict(pass_rate=0.5, kind="gzero"), "kind must be one of")])
+def test_learnability_bad_input_is_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        learnability(**kw)
+
+
+def test_the_grammar_and_its_problems():
+    assert len(KINDS) == 18 and (2, 1, "-") in KINDS and kind_name((2, 1, "-")) == "2-1 digits"
+    rows = kind_problems((2, 1, "-"), 50, seed=3)
+    assert len(rows) == len({r["prompt"] for r in rows}) == 50
+    assert all(10 <= r["a"] <= 99 and 0 <= r["b"] <= 9 and int(r["answer"]) == r["a"] - r["b"] for r in rows)
+    assert kind_problems((2, 1, "-"), 50, seed=3) == rows                       # seeded
+    small = kind_problems((1, 1, "+"), 500, exclude={"3+4="})                   # only 100 exist, one excluded
+    assert len(small) == 99 and "3+4=" not in {r["prompt"] for r in small}
+    with pytest.raises(ValueError, match="kind must be one of KINDS"):
+        kind_problems((4, 1, "+"), 5)
+
+
+def test_one_reinforce_step_by_hand():
+    # two kinds, uniform: rewards 1 and 0 -> advantages +0.5, -0.5; grad = mean of A (onehot - [0.5, 0.5])
+    prop = Proposer(n_kinds=2, lr=2.0)
+    grad = prop.update([0, 1], [1.0, 0.0])
+    assert np.allclose(grad, [0.25, -0.25]) and np.allclose(prop.logits, [0.5, -0.5])
+    assert np.allclose(prop.probs(), [1 / (1 + np.exp(-1)), 1 / (1 + np.exp(1))])
+    # equal rewards: no advantage, no move; lr 0: no move whatever the rewards
+    same = Proposer(n_kinds=3)
+    assert np.allclose(same.update([0, 1, 2], [0.7, 0.7, 0.7]), 0) and np.allclose(same.logits, 0)
+    frozen = Proposer(n_kinds=3, lr=0.0)
+    frozen.update([0, 1], [1.0, 0.0])
+    assert np.allclose(frozen.probs(), 1 / 3) and frozen.entropy() == pytest.approx(np.log(3))
+
+
+def test_the_proposer_draws_by_its_probabilities():
+    prop = Proposer(n_kinds=3, logits=[0.0, np.log(3), -1e9])
+    draws = prop.draw(4000, np.random.default_rng(0))
+    assert set(draws.tolist()) <= {0, 1} and abs((draws == 1).mean() - 0.75) < 0.03
+
+
+@pytest.mark.parametrize("kw, match", [(dict(n_kinds=0), "n_kinds"), (dict(lr=-1), "lr"),
+                                       (dict(n_kinds=2, logits=[0.0]), "logits must hold")])
+def test_bad_proposer_is_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Proposer(**kw)
+
+
+def test_a_bad_update_is_named():
+    with pytest.raises(ValueError, match="as long as each other"):
+        Proposer(n_kinds=2).update([0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="indices below"):
+        Proposer(n_kinds=2).update([2], [1.0])
+
+
+CFG = dict(steps=3, batch_size=16, group_size=4, lr=1e-3, eval_every=0, eval_n=4, track_kl=False, seed=0)
+PROMPTS = ["1+2=", "3+4=", "12+34=", "56+78="]
+ANSWERS = ["3", "7", "46", "134"]
+
+
+def first_two_right(completions, answer, **kw):
+    """The first two prompts' groups pass half their completions, the others none: only kind 0 is learnable."""
+    return [float(i % 2 == 0 and a in ("3", "7")) for i, a in enumerate(answer)]
+
+
+def test_the_rollout_pays_the_proposer_for_learnable_kinds_and_keeps_the_anchor_out():
+    policy, tok = load_policy()
+    prop = Proposer(n_kinds=2, lr=5.0)
+    ro = ProposerRollout(proposer=prop, kinds=[0, 0, 1, 1])
+    hist = train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=ro)
+    assert len(ro.history) == 3 and all("proposer_entropy" in r for r in hist)
+    assert prop.probs()[0] > 0.5                          # kind 0 (pass rate 0.5: learnability 0.5) gained
+    for h in ro.history:                                   # what it paid is AZR's, for the kinds it drew
+        assert h["learnability"] == pytest.approx(np.mean([0.5 if k == 0 else 0.0 for k in h["kinds"]]))
+    # an anchor of 1.0: every prompt from the seed set, nothing paid to the proposer, which stays where it is
+    still = Proposer(n_kinds=2, lr=5.0)
+    anchored = ProposerRollout(proposer=still, kinds=[0, 0, 1, 1], anchor=1.0, anchor_idx=[2, 3])
+    train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=anchored)
+    assert np.allclose(still.logits, 0) and all(h["learnability"] is None for h in anchored.history)
+
+
+@pytest.mark.parametrize("kw, cfg, match", [
+    (dict(proposer=None, kinds=[0, 0, 1, 1]), {}, "proposer must be a Proposer"),
+    (dict(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1]), {}, "kinds"),
+    (dict(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 2]), {}, "indices below"),
+    (dict(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 1], anchor=0.5), {}, "anchor_idx"),
+    (dict(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 1], reward="best"), {}, "reward must be one of"),
+    (dict(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 1]), dict(dynamic_sampling=True), "dynamic_sampling")])
+def test_a_bad_rollout_is_named(kw, cfg, match):
+    policy, tok = load_policy()
+    with pytest.raises(ValueError, match=match):
+        ProposerRollout(**kw).start(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG | cfg))
+
+
+def test_a_kind_with_no_prompt_is_named_when_chosen():
+    policy, tok = load_policy()
+    ro = ProposerRollout(proposer=Proposer(n_kinds=3, logits=[-1e9, -1e9, 0.0]), kinds=[0, 0, 1, 1])
+    with pytest.raises(ValueError, match="no prompt in the pool"):
+        train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=ro)

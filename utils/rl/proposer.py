@@ -1,0 +1,151 @@
+"""A proposer that writes the solver's problems (Lab 12): self-play's other half, on the arithmetic task's grammar.
+
+Each step the proposer chooses which kinds of problem the solver (Lab 01's loop) trains on; the solver's groups
+then pay the proposer for each problem by how learnable it was, read from the group's pass rate p (the share of
+its G completions the verifier passed):
+
+    learnability(p, "azr")    1 - p where 0 < p < 1, else 0: Absolute Zero's proposer reward (arXiv 2505.03335):
+                              a problem the solver always or never solves teaches it nothing; among the rest, the
+                              harder pays more
+    learnability(p, "rzero")  1 - 2|p - 1/2|: R-Zero's uncertainty reward (arXiv 2508.05004), highest where the
+                              solver is right half the time
+
+    (the grammar, utils.tasks.arithmetic.KINDS: (digits of a, digits of b, operator), digits 1 to 3, 18 kinds)
+    Proposer                  a softmax policy over the kinds, trained by REINFORCE with the step's mean
+                              learnability as its baseline (arXiv 1992 Williams; the proposer of AZR is an LLM,
+                              here it is 18 logits)
+    ProposerRollout           GroupRollout whose prompts the proposer chooses (with an optional anchor: a share
+                              of each step's prompts drawn from a human seed set), each step's groups paying it
+
+The proposer never sees the answers: it sees only kinds and pass rates. The pass rate is the run's reward_fn
+(the strict verifier, or a label-free reward: Lab 12's third part).
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from utils import checks
+from utils.rl.rollout import GroupRollout
+from utils.tasks.arithmetic import KINDS
+
+REWARDS = ("azr", "rzero")
+
+
+def learnability(pass_rate, kind="azr"):
+    """The proposer's reward for one problem whose solver group passed at rate `pass_rate` (module docstring)."""
+    p = checks.number("learnability", "pass_rate", pass_rate, lo=0, hi=1)
+    if kind not in REWARDS:
+        raise ValueError(f"learnability: kind must be one of {REWARDS}, got {checks._short(kind)}")
+    if kind == "azr":
+        return 1.0 - p if 0.0 < p < 1.0 else 0.0
+    return 1.0 - 2.0 * abs(p - 0.5)
+
+
+@dataclass
+class Proposer:
+    """A softmax policy over n_kinds kinds: logits start at 0 (uniform). update(kinds, rewards) takes one REINFORCE
+    step on the mean over the step's problems of (reward - the step's mean reward) * grad log pi(kind), at rate lr."""
+    n_kinds: int = len(KINDS)
+    lr: float = 1.0
+    logits: np.ndarray = field(default=None)
+
+    def __post_init__(self):
+        self.n_kinds = checks.number("Proposer", "n_kinds", self.n_kinds, lo=1, hi=10_000, integer=True)
+        self.lr = checks.number("Proposer", "lr", self.lr, lo=0, hi=1e6)
+        self.logits = np.zeros(self.n_kinds) if self.logits is None else \
+            checks.array("Proposer", "logits", self.logits, dims=1).astype(float)
+        if len(self.logits) != self.n_kinds:
+            raise ValueError(f"Proposer: logits must hold n_kinds={self.n_kinds} numbers, got {len(self.logits)}")
+
+    def probs(self):
+        z = np.exp(self.logits - self.logits.max())
+        return z / z.sum()
+
+    def entropy(self):
+        """The policy's entropy in nats (log n_kinds when uniform)."""
+        p = self.probs()
+        return float(-(p[p > 0] * np.log(p[p > 0])).sum())
+
+    def draw(self, n, rng):
+        """n kind indices drawn from the policy with the numpy Generator rng."""
+        return rng.choice(self.n_kinds, size=checks.number("Proposer.draw", "n", n, lo=0, integer=True), p=self.probs())
+
+    def update(self, kinds, rewards):
+        """One REINFORCE step: kinds [n] indices, rewards [n]; the step's mean reward is the baseline."""
+        kinds = np.asarray(kinds, dtype=int)
+        rewards = checks.array("Proposer.update", "rewards", rewards, dims=1).astype(float)
+        if len(kinds) != len(rewards) or not len(kinds):
+            raise ValueError(f"Proposer.update: kinds and rewards must be as long as each other and not empty, got "
+                             f"{len(kinds)} and {len(rewards)}")
+        if ((kinds < 0) | (kinds >= self.n_kinds)).any():
+            raise ValueError(f"Proposer.update: kinds must be indices below n_kinds={self.n_kinds}")
+        adv = rewards - rewards.mean()                                   # [n]
+        onehot = np.eye(self.n_kinds)[kinds]                             # [n, K]
+        grad = (adv[:, None] * (onehot - self.probs()[None, :])).mean(0)  # [K]: E[A grad log pi(kind)]
+        self.logits = self.logits + self.lr * grad
+        return grad
+
+
+@dataclass
+class ProposerRollout(GroupRollout):
+    """GroupRollout whose prompts a Proposer chooses. kinds: each prompt's kind index (one per prompt, into the
+    proposer's kinds); the proposer draws a kind for each of a step's prompts and a prompt of that kind uniformly.
+    anchor: the share of each step's prompts drawn instead uniformly from anchor_idx (a human seed set; those are
+    not paid to the proposer). After each step the proposer is paid learnability(group pass rate, reward) for
+    each prompt it chose, the pass rate being the share of the group's rewards >= 1, and takes one update.
+    history: per step {probs, learnability (the mean paid), zero_spread (the proposer's groups with no spread)}.
+    Learning rate 0 keeps the proposer where it starts: with uniform logits, uniform kinds (the control)."""
+    proposer: Proposer = None
+    kinds: list = None
+    reward: str = "azr"
+    anchor: float = 0.0
+    anchor_idx: list = None
+    history: list = field(default_factory=list)
+
+    def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
+        where = "ProposerRollout"
+        if not isinstance(self.proposer, Proposer):
+            raise ValueError(f"{where}: proposer must be a Proposer, got {checks._short(self.proposer)}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"{where}: reward must be one of {REWARDS}, got {checks._short(self.reward)}")
+        if cfg.dynamic_sampling:
+            raise ValueError(f"{where}: the proposer chooses every prompt; set dynamic_sampling=False")
+        kinds = checks.sequence(where, "kinds", self.kinds, length=len(prompts))
+        if not all(isinstance(k, (int, np.integer)) and 0 <= k < self.proposer.n_kinds for k in kinds):
+            raise ValueError(f"{where}: kinds must be indices below the proposer's n_kinds={self.proposer.n_kinds}")
+        self.anchor = checks.number(where, "anchor", self.anchor, lo=0, hi=1)
+        self._by_kind = [np.flatnonzero(np.asarray(kinds) == k) for k in range(self.proposer.n_kinds)]
+        self._anchor_idx = np.asarray(self.anchor_idx if self.anchor_idx is not None else [], dtype=int)
+        if self.anchor and not len(self._anchor_idx):
+            raise ValueError(f"{where}: anchor={self.anchor} needs anchor_idx, the seed set's prompt indices")
+        self._drawn = None
+        draw = super().start(policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn)
+        G = cfg.group_size
+
+        def draw_and_pay(step):
+            b = draw(step)
+            kinds_drawn, n_anchor = self._drawn
+            rates = (b.rewards.reshape(-1, G) >= 1.0).float().mean(1).numpy()      # [n prompts] pass rate
+            mine = rates[n_anchor:]
+            paid = np.array([learnability(float(p), self.reward) for p in mine])
+            if len(paid):
+                self.proposer.update(kinds_drawn, paid)
+            self.history.append({"probs": self.proposer.probs().tolist(), "kinds": kinds_drawn.tolist(),
+                                 "learnability": float(paid.mean()) if len(paid) else None,
+                                 "zero_spread": float(np.mean((mine == 0) | (mine == 1))) if len(mine) else None})
+            b.counts = dict(b.counts, proposer_entropy=self.proposer.entropy(),
+                            proposer_learnability=self.history[-1]["learnability"])
+            return b
+        return draw_and_pay
+
+    def choose(self, step, rng, n, n_all, pools):
+        n_anchor = int(round(self.anchor * n))
+        kinds = self.proposer.draw(n - n_anchor, rng)
+        empty = [k for k in set(kinds.tolist()) if not len(self._by_kind[k])]
+        if empty:
+            raise ValueError(f"ProposerRollout: the proposer chose kind {empty[0]}, which has no prompt in the pool")
+        idx = [self._by_kind[k][rng.integers(0, len(self._by_kind[k]))] for k in kinds]
+        anchor = self._anchor_idx[rng.integers(0, len(self._anchor_idx), n_anchor)] if n_anchor else []
+        self._drawn = (kinds, n_anchor)
+        return np.concatenate([np.asarray(anchor, dtype=int), np.asarray(idx, dtype=int)])
+
