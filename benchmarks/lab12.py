@@ -13,6 +13,13 @@ groups of 8, lr 1e-4, beta 0) for CONFIG["steps"] steps under each reward of LAB
                   by the strict verifier: a small budget of gold labels
   random          Lab 03's coin (utils.verifiers.spurious.random_reward), its rate matched to the majority vote's
                   pay rate on the base model (the share of samples that agree with their group's label)
+After the first runs (2026-11-29), a fifth arm, its five lines written before it ran:
+  claim     a confidence gate keeps the majority vote from collapsing: paid only where at least half the group
+            agrees (majority_vote_reward's min_share 0.5; still label-free), the truth at step 200 stays above the
+            plain vote's, and it rises above its start at first (where half agree, the base's label is mostly right)
+  control   the plain majority vote (rerun beside it, recording what the policy writes at the end: top_answers)
+  changes   the gated arm's truth at step 200 not above the plain vote's on every seed, or never 0.03 above its
+            start
 Every EVAL_EVERY steps (and at step 0), on PROBE_N test prompts with K samples each (seeded as the run): the truth
 (mean strict pass@1), agreement (the share of samples that give their prompt's majority label; 0 where there is
 none), the share of prompts with no label (a tie), and the label's accuracy (the share of prompts whose majority
@@ -76,7 +83,9 @@ CONFIG = dict(steps=200, batch_size=256, group_size=8, lr=1e-4, temperature=1.0,
 PROBE_N, K = 300, 8          # the probe: test prompts, samples each
 GOLD_EVERY = 8               # majority + gold: the train prompts whose index is a multiple of this are gold
 LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, gold on 1 prompt in 8": "gold",
-               "random reward (rate-matched)": "random"}
+               "random reward (rate-matched)": "random",
+               # added after the first runs (its five lines below): a confidence gate, label-free
+               "majority vote, only where half agree": "gated"}
 BINS = {"hard (0 of 8)": (0, 0), "mid (1-3 of 8)": (1, 3), "easy (4-8 of 8)": (4, 8)}
 
 
@@ -140,6 +149,9 @@ def labels_run(condition, seed, steps):
     elif kind == "random":
         p_random = base_pay_rate(base, tok, train)
         reward = random_reward(p_random, seed=seed)
+    elif kind == "gated":
+        def reward(completions, answer=None, **kw):   # the majority's label only where >= half the group agrees
+            return majority_vote_reward(completions, answer, min_share=0.5, **kw)
     else:
         reward = majority_vote_reward
         if kind == "gold":
@@ -155,7 +167,15 @@ def labels_run(condition, seed, steps):
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
                       progress=False, callback=callback, rollout=GroupRollout(columns=columns))
+    from collections import Counter
+
+    import torch
+
+    from utils.models.policy import sample
+    texts = sample(policy, tok, pp[:100], k=K, generator=torch.Generator().manual_seed(7)).texts   # what it writes
+    top = Counter(t.strip() for t in texts).most_common(5)
     return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "top_answers": [(a, n / len(texts)) for a, n in top], "distinct_answers": len(set(texts)) / len(texts),
             "p_random": p_random, "final": hist[-1]["heldout_pass@1"],
             "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
             "probe": reports, "reward_mean": [r["reward_mean"] for r in hist],
