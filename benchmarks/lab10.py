@@ -13,6 +13,7 @@ Usage:
     python benchmarks/lab10.py --part distance               # reuse or distance: 4 updates at lag 1 against 1 at 6..
     python benchmarks/lab10.py --part groups-budget          # G = 2 against G = 16 on the same prompts (1/8 rollouts)
     python benchmarks/lab10.py --part guards                 # lag 4, 4 updates: TRL's no-correction arm, delta, OPSM
+    python benchmarks/lab10.py --part guards --add --conditions "lag 18, recompute"   # runs added to a stored part
     python benchmarks/lab10.py --part staleness --jobs 8     # runs side by side (a machine with many cores)
 
 Each run is Lab 01's recipe (the shipped base model, the arithmetic task's train split, the strict reward, batch
@@ -49,6 +50,16 @@ The guards part's five lines (issue 57, items 8-9), written before it ran:
   changes   recompute below token_truncate on every seed by more than the seeds' spread: the weights, and so the
             distance, matter; delta or OPSM as high as token_truncate: a guard on the sampler's clip suffices, and
             what failed was the unbounded negative-advantage term, not the centre of the clip
+  second five lines (a review's arms, written before they ran):
+  claim     the weights help without reuse too: one update a batch at lag 18 under recompute (no weights; the ratio
+            is 1 at its only update, so nothing is clipped) learns less than token_truncate at lag 18 (distance
+            part), as it did at four updates; a tighter dual clip (delta 1.5) recovers more than delta 4 did
+  control   lag 18 recompute against lag 18 uncorrected and token_truncate (distance part, same environment: the
+            guards' reruns repeated the stored arms to the last digit); delta 1.5 against delta 4 and uncorrected
+  baseline  lag 0 (staleness part); TRL's pairing, recompute + OPSM 0.3, against recompute alone
+  matched   recipe, prompts, seeds, evaluation; lag 18 at one update is 18 updates behind, as lag 4 at four (16-19)
+  changes   lag 18 recompute within the seeds' spread of token_truncate: without reuse the weights add nothing;
+            delta 1.5 at or below delta 4: the cap's size is not what the small gain depended on
   result (2026-11-29): the claim was refuted (recompute fell short of token_truncate on every seed, by 0.036-0.056);
   a review added that the 0.3 threshold came from an unsigned token mean while the mask reads a signed sequence
   mean (25-27% of sequences past it), and that on the uncorrected loss OPSM mostly drops already-clipped tokens
@@ -61,7 +72,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import run_all, run_options, write_part  # noqa: E402
+from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
 from utils.setup import environment, setup  # noqa: E402
 
 CONFIG = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
@@ -119,7 +130,14 @@ PARTS = {  # part -> {condition: StaleRollout's fields}
                for name, fields, cfg in (
                    ("uncorrected", {}, {}), ("token_truncate", {"correction": "token_truncate"}, {}),
                    ("recompute", {"correction": "recompute"}, {}), ("uncorrected, delta 4", {}, {"delta": 4.0}),
-                   ("uncorrected, OPSM 0.3", {"off_policy_mask_threshold": 0.3}, {}))},
+                   ("uncorrected, OPSM 0.3", {"off_policy_mask_threshold": 0.3}, {}),
+                   # a review's arms (the guards' second five lines): TRL's pairing of masking with no weights, and a
+                   # tighter dual clip (delta 4 capped under 0.5% of tokens)
+                   ("recompute, OPSM 0.3", {"correction": "recompute", "off_policy_mask_threshold": 0.3}, {}),
+                   ("uncorrected, delta 1.5", {}, {"delta": 1.5}))}
+              # the weights without reuse: one update a batch at the distance of four at lag 4 (the distance part's
+              # lag 18 arms, uncorrected and token_truncate, are its neighbours)
+              | {"lag 18, recompute": dict(lag=18, correction="recompute")},
 }
 
 
@@ -188,6 +206,9 @@ def main():
               + "".join(f"  {k} {mean(k):.4f}" for k in ("delta_frac", "opsm_over_frac", "opsm_dropped_frac")
                         if any(v is not None for v in ps.get(k, []))), flush=True)
     print(f"base: held-out pass@1 {before['heldout_pass@1']:.3f}")
+    if args.add and args.conditions and args.steps == CONFIG["steps"] and args.seeds == [0, 1, 2]:
+        add_runs("lab10", args.part, runs, environment())
+        return
     if args.steps != CONFIG["steps"] or args.conditions or args.seeds != [0, 1, 2]:
         print("(a partial run: not written to the results)")
         return
