@@ -7,7 +7,7 @@ Usage:
     python benchmarks/lab11.py --part code             # the program task under each of the four checkers
     python benchmarks/lab11.py --part code --add --conditions "harness, shown" "harness, hidden"   # two, added
     python benchmarks/lab11.py --part judge --jobs 2 --threads 1
-    python benchmarks/lab11.py --part judge-kl --jobs 2 --threads 1   # the judge's quality against KL, 30 steps
+    python benchmarks/lab11.py --part judge-kl --jobs 2 --threads 1   # judge quality against KL, every step to 30
 
 judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
 completions of train prompts, each labelled by the rule verifier with LABELS["flip"] of the labels flipped (the
