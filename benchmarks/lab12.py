@@ -20,6 +20,17 @@ After the first runs (2026-11-29), a fifth arm, its five lines written before it
   control   the plain majority vote (rerun beside it, recording what the policy writes at the end: top_answers)
   changes   the gated arm's truth at step 200 not above the plain vote's on every seed, or never 0.03 above its
             start
+After a researcher's review, six more arms, the third five lines written before they ran:
+  claim     the label-free collapse is the step size's as much as the labels': at lr 1e-5 (where Lab 03's coin is
+            near-neutral) the vote does not collapse in 200 steps (truth at step 200 above half its start) and ends
+            at or above the random reward; trained only on prompts whose base majority is right (an oracle filter, a
+            diagnostic), the vote at lr 1e-4 raises the truth 0.03 above its start; the votes add to a gold budget
+            (gold + vote above gold only, strict on the same 1 prompt in 8 and nothing elsewhere)
+  control   the same arms at lr 1e-4 (stored); strict at lr 1e-5; gold only
+  matched   recipe but the learning rate, prompts (the filtered set for the diagnostic), seeds, evaluation
+  changes   at lr 1e-5 the vote's truth at step 200 below the random reward's on every seed, or below half its start
+            on every seed; the filtered vote never 0.03 above its start; gold + vote not above gold only on every
+            seed (then the votes do not help the gold labels)
 Every 20 steps (and at step 0), on PROBE_N test prompts with K samples each (seeded as the run): the truth
 (mean strict pass@1), agreement (the share of samples that give their prompt's majority label; 0 where there is
 none), the share of prompts with no label (a tie), and the label's accuracy (the share of prompts whose majority
@@ -62,6 +73,9 @@ Five lines, written before it ran:
   changes   the proposer's share of groups with no spread not below uniform's on every seed; or its mean pass@1
             over the three length classes at step 200 not above uniform's on every seed (learnability did not buy
             accuracy here)
+  second five lines (after a researcher's review, before they ran): R-Zero's reward (1 - 2|p - 1/2|) and AZR's
+            at lr 0.3 against AZR's at lr 1.0: each keeps more kinds in play (the proposer's entropy at step 200
+            above the lr-1.0 arm's on every seed); changes: not above on every seed
   rerun (2026-11-29, before running again; the five lines unchanged): the first run's pool held 300 problems a
             kind; its proposer settled on one kind (2-2 digits, 78-91% of its draws) and so trained on those 300
             problems about 18 times each, while the seed set holds 6,000. The pool now holds up to 3,000 a kind.
@@ -88,7 +102,13 @@ GOLD_EVERY = 8               # majority + gold: the train prompts whose index is
 LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, gold on 1 prompt in 8": "gold",
                "random reward (rate-matched)": "random",
                # added after the first runs (its five lines below): a confidence gate, label-free
-               "majority vote, only where half agree": "gated"}
+               "majority vote, only where half agree": "gated",
+               # added after a researcher's review (the third five lines below)
+               "strict, lr 1e-5": "strict", "majority vote, lr 1e-5": "majority",
+               "random reward (rate-matched), lr 1e-5": "random",
+               "majority vote, gold on 1 prompt in 8, lr 1e-5": "gold",
+               "gold only (strict on 1 prompt in 8, nothing elsewhere)": "gold_only",
+               "majority vote on prompts whose base majority is right": "easy"}
 BINS = {"hard (0 of 8)": (0, 0), "mid (1-3 of 8)": (1, 3), "easy (4-8 of 8)": (4, 8)}
 
 
@@ -145,6 +165,16 @@ def labels_run(condition, seed, steps):
     train, test = load_split("train"), load_split("test")
     pp, pa = list(test["prompt"][:PROBE_N]), list(test["answer"][:PROBE_N])
     kind = LABEL_PARTS[condition]
+    lr = 1e-5 if condition.endswith("lr 1e-5") else CONFIG["lr"]
+    if kind == "easy":   # an oracle filter (a diagnostic, not a method): the train prompts whose base majority of 8
+        # samples (their own seed, 99) is the true answer
+        from utils.eval.metrics import evaluate
+        from utils.verifiers.label_free import majority_label
+
+        ev = evaluate(base, tok, list(train["prompt"]), list(train["answer"]), k=K, seed=99)
+        keep = [i for i, a in enumerate(train["answer"])
+                if majority_label(ev["texts"][i * K:(i + 1) * K]) == int(a)]
+        train = {key: [train[key][i] for i in keep] for key in ("prompt", "answer")}
     columns = {"problem": list(train["prompt"])}
     p_random = None
     if kind == "strict":
@@ -155,6 +185,12 @@ def labels_run(condition, seed, steps):
     elif kind == "gated":
         def reward(completions, answer=None, **kw):   # the majority's label only where >= half the group agrees
             return majority_vote_reward(completions, answer, min_share=0.5, **kw)
+    elif kind == "gold_only":
+        gold = [i % GOLD_EVERY == 0 for i in range(len(train["prompt"]))]
+        columns["gold"] = gold
+
+        def reward(completions, answer=None, gold=None, **kw):   # the gold prompts' strict verdicts, 0 elsewhere
+            return [s if g else 0.0 for s, g in zip(strict_reward(completions, answer), gold)]
     else:
         reward = majority_vote_reward
         if kind == "gold":
@@ -166,7 +202,7 @@ def labels_run(condition, seed, steps):
         if record["step"] % CONFIG["eval_every"] == 0 or record["step"] == steps:
             reports.append(dict(step=record["step"], **probe(pol, tok, pp, pa, 4242, base_right)[0]))
 
-    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps))
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=lr))
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
                       progress=False, callback=callback, rollout=GroupRollout(columns=columns))
@@ -177,7 +213,8 @@ def labels_run(condition, seed, steps):
     from utils.models.policy import sample
     texts = sample(policy, tok, pp[:100], k=K, generator=torch.Generator().manual_seed(7)).texts   # what it writes
     top = Counter(t.strip() for t in texts).most_common(5)
-    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t, "lr": lr,
+            "train_prompts": len(train["prompt"]),
             "top_answers": [(a, n / len(texts)) for a, n in top], "distinct_answers": len(set(texts)) / len(texts),
             "p_random": p_random, "final": hist[-1]["heldout_pass@1"],
             "curve": [(r["step"], r["heldout_pass@1"]) for r in hist if r["heldout_pass@1"] is not None],
@@ -188,13 +225,15 @@ def labels_run(condition, seed, steps):
 # ------------------------------------------------------------------------------------------ the proposer part
 
 # the pool is large enough that a proposer that settles on one kind still meets fresh problems (a proposer writes
-# new ones): the first run's 300 a kind let it repeat one kind's 300 problems 18 times over (a review's fault: its
+# new ones): the first run's 300 a kind let it repeat one kind's 300 problems 18 times over (found reading that run: its
 # data, not its choices, limited it); the smallest kinds hold fewer (1+1 digits: about 60 after the held-out ones)
 POOL_N, EVAL_N, POOL_SEED, EVAL_SEED = 3000, 40, 1212, 3434
 PROPOSER_LR = 1.0            # fixed before the runs
 SWEET = (0.3, 0.7)           # Lab 07's band
 PROPOSER_PARTS = {"seed set (train split)": "seed", "uniform kinds": "uniform", "curriculum (sweet-spot kinds)":
-                  "curriculum", "proposer (learnability)": "proposer", "proposer + seed set (half each)": "anchored"}
+                  "curriculum", "proposer (learnability)": "proposer", "proposer + seed set (half each)": "anchored",
+                  # added after a researcher's review (the proposer's second five lines)
+                  "proposer (R-Zero's reward)": "proposer", "proposer (lr 0.3)": "proposer"}
 LENGTHS = {"1-2 digits": lambda k: max(k[0], k[1]) <= 2, "one 3-digit operand": lambda k: (k[0] == 3) != (k[1] == 3),
            "3+3 digits": lambda k: k[0] == 3 and k[1] == 3}
 
@@ -263,8 +302,10 @@ def proposer_run(condition, seed, steps):
             logits = np.full(len(KINDS), -1e9)
             logits[keep] = 0.0
         rows = pool + (train_rows if arm == "anchored" else [])
-        proposer = Proposer(lr=PROPOSER_LR if arm in ("proposer", "anchored") else 0.0, logits=logits)
+        lr = 0.3 if condition.endswith("(lr 0.3)") else PROPOSER_LR
+        proposer = Proposer(lr=lr if arm in ("proposer", "anchored") else 0.0, logits=logits)
         rollout = ProposerRollout(proposer=proposer, kinds=[r["kind"] for r in rows],
+                                  reward="rzero" if "R-Zero" in condition else "azr",
                                   anchor=0.5 if arm == "anchored" else 0.0,
                                   anchor_idx=list(range(len(pool), len(rows))) if arm == "anchored" else None)
     reports = [dict(step=0, **start)]
