@@ -2,7 +2,8 @@
 Usage:
 
     python benchmarks/lab12.py --part labels --jobs 2 --threads 1     # four rewards, 200 steps, seeds 0-2
-    python benchmarks/lab12.py --part proposer --jobs 2 --threads 1   # who writes the problems: five arms
+    python benchmarks/lab12.py --part proposer --jobs 2 --threads 1   # who writes the problems: seven arms
+    python benchmarks/lab12.py --part selfplay --jobs 2 --threads 1   # the proposer with majority labels, gated
 
 labels (issue 62, item 2): Lab 01's recipe (the shipped base model, the arithmetic task's train split, batch 256 in
 groups of 8, lr 1e-4, beta 0) for CONFIG["steps"] steps under each reward of LABEL_PARTS:
@@ -79,6 +80,19 @@ Five lines, written before it ran:
   rerun (2026-11-29, before running again; the five lines unchanged): the first run's pool held 300 problems a
             kind; its proposer settled on one kind (2-2 digits, 78-91% of its draws) and so trained on those 300
             problems about 18 times each, while the seed set holds 6,000. The pool now holds up to 3,000 a kind.
+
+selfplay (issue 62, item 3): the proposer part's recipe at lr 1e-5, the problems' rewards from Python (the strict
+verifier) or from the solver's majority vote (majority_vote_reward), and a band gate (ProposerRollout's band: a
+group whose pass rate, here its agreement with its own label, is outside [0.25, 0.75] trains nothing). Five lines,
+written before it ran:
+  claim     with majority labels in place of Python's, the proposer's problems teach less: test-split pass@1 at step
+            200 below the Python-labelled proposer's on every seed; the band gate keeps it nearer (above the ungated
+            on every seed)
+  control   the Python-labelled proposer; uniform kinds with majority labels
+  baseline  the base model (step 0)
+  matched   lr 1e-5, 200 steps, recipe, pool, evaluation, seeds
+  changes   the majority-labelled proposer not below the Python-labelled one on every seed; the gated one not above
+            the ungated one on every seed
 
 Writes benchmarks/results/lab12.json (one entry per part) and prints a table.
 """
@@ -290,7 +304,8 @@ def proposer_run(condition, seed, steps):
     train_rows = [{"prompt": p, "answer": a, "kind": kind_of[(digits(x), digits(y), o)]}
                   for p, a, x, y, o in zip(train["prompt"], train["answer"], train["a"], train["b"], train["op"])]
     start = by_length(base, tok, evals)
-    arm = PROPOSER_PARTS[condition]
+    spec = SELFPLAY_PARTS.get(condition, {})
+    arm = PROPOSER_PARTS.get(condition) or spec["arm"]
     base_rates = start["per_kind"]
     proposer, rollout, rows = None, None, pool
     if arm == "seed":
@@ -307,16 +322,20 @@ def proposer_run(condition, seed, steps):
         rollout = ProposerRollout(proposer=proposer, kinds=[r["kind"] for r in rows],
                                   reward="rzero" if "R-Zero" in condition else "azr",
                                   anchor=0.5 if arm == "anchored" else 0.0,
-                                  anchor_idx=list(range(len(pool), len(rows))) if arm == "anchored" else None)
+                                  anchor_idx=list(range(len(pool), len(rows))) if arm == "anchored" else None,
+                                  band=spec.get("band"), columns={"problem": [r["prompt"] for r in rows]})
+    reward = strict_reward
+    if spec.get("labels") == "majority":
+        from utils.verifiers.label_free import majority_vote_reward as reward
     reports = [dict(step=0, **start)]
 
     def callback(pol, record):
         if record["step"] % 50 == 0 or record["step"] == steps:
             reports.append(dict(step=record["step"], **by_length(pol, tok, evals)))
 
-    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps))
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=spec.get("lr", CONFIG["lr"])))
     t = time.time()
-    hist = train_grpo(policy, tok, [r["prompt"] for r in rows], [r["answer"] for r in rows], strict_reward, cfg,
+    hist = train_grpo(policy, tok, [r["prompt"] for r in rows], [r["answer"] for r in rows], reward, cfg,
                       test["prompt"], test["answer"], progress=False, callback=callback, rollout=rollout)
     out = {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
            "final": hist[-1]["heldout_pass@1"], "pool": len(rows),
@@ -327,11 +346,21 @@ def proposer_run(condition, seed, steps):
         h = rollout.history
         out |= {"probs": [(i + 1, h[i]["probs"]) for i in range(len(h)) if (i + 1) % 10 == 0 or i == 0],
                 "learnability": [x["learnability"] for x in h], "proposer_zero_spread": [x["zero_spread"] for x in h],
-                "kinds_in_band": None if arm != "curriculum" else [int(k) for k in np.flatnonzero(logits == 0)]}
+                "kinds_in_band": None if arm != "curriculum" else [int(k) for k in np.flatnonzero(logits == 0)],
+                "gated": [x["gated"] for x in h]}
     return out
 
 
-PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG), "proposer": (PROPOSER_PARTS, proposer_run, CONFIG)}
+# the two together (issue 62, item 3): who writes the problems and who checks the answers, at lr 1e-5 (where the
+# majority vote learned in the labels part); a band gate on the group's pass rate (R-Zero's filter)
+SELFPLAY_PARTS = {
+    "proposer, Python's labels": dict(arm="proposer", labels="python", lr=1e-5),
+    "proposer, majority labels": dict(arm="proposer", labels="majority", lr=1e-5),
+    "proposer, majority labels, band 0.25-0.75": dict(arm="proposer", labels="majority", lr=1e-5, band=(0.25, 0.75)),
+    "uniform kinds, majority labels": dict(arm="uniform", labels="majority", lr=1e-5)}
+
+PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG), "proposer": (PROPOSER_PARTS, proposer_run, CONFIG),
+         "selfplay": (SELFPLAY_PARTS, proposer_run, CONFIG)}
 
 
 def main():
@@ -343,7 +372,7 @@ def main():
     jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]
     runs = run_all(fn, jobs, args.jobs, args.threads)
     for r in runs:
-        if args.part == "proposer":
+        if args.part in ("proposer", "selfplay"):
             bl = r["by_length"]
             print(f"{r['condition']:34s} seed {r['seed']}: held-out {r['final']:.3f}  "
                   + "  ".join(f"{name} {bl[0][name]:.3f}->{bl[-1][name]:.3f}" for name in LENGTHS)
@@ -363,6 +392,8 @@ def main():
     out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
     out_part |= {"labels": {"probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS},
                  "proposer": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR, "sweet": SWEET,
+                              "lengths": list(LENGTHS)},
+                 "selfplay": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR,
                               "lengths": list(LENGTHS)}}[args.part]
     if args.jobs > 1:
         out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}

@@ -113,3 +113,28 @@ def test_a_kind_with_no_prompt_is_named_when_chosen():
     ro = ProposerRollout(proposer=Proposer(n_kinds=3, logits=[-1e9, -1e9, 0.0]), kinds=[0, 0, 1, 1])
     with pytest.raises(ValueError, match="no prompt in the pool"):
         train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=ro)
+
+
+def test_the_band_takes_groups_outside_it_out_of_the_solvers_loss():
+    policy, tok = load_policy()
+    # kind 0's groups pass at 0.5, kind 1's at 0: a band of (0, 0.25) gates every kind-0 group, so nothing is paid
+    ro = ProposerRollout(proposer=Proposer(n_kinds=2, lr=0.0), kinds=[0, 0, 1, 1], band=(0.0, 0.25))
+    hist = train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=ro)
+    assert all(r["reward_mean"] == 0.0 for r in hist)
+    assert [h["gated"] for h in ro.history] == [np.mean([k == 0 for k in h["kinds"]]) for h in ro.history]
+    assert any(h["gated"] > 0 for h in ro.history)
+    # the proposer is still paid by the group's own pass rate (0.5 -> AZR 0.5), before the gate
+    assert all(h["learnability"] == pytest.approx(np.mean([0.5 if k == 0 else 0.0 for k in h["kinds"]]))
+               for h in ro.history)
+    # the whole range gates nothing
+    wide = ProposerRollout(proposer=Proposer(n_kinds=2, lr=0.0), kinds=[0, 0, 1, 1], band=(0.0, 1.0))
+    hist = train_grpo(policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG), progress=False, rollout=wide)
+    assert all(h["gated"] == 0.0 for h in wide.history) and any(r["reward_mean"] > 0 for r in hist)
+
+
+@pytest.mark.parametrize("band, match", [((0.8, 0.2), "lo <= hi"), ((0.1,), "band"), ((0.1, 1.5), r"band\[1\]")])
+def test_a_bad_band_is_named(band, match):
+    policy, tok = load_policy()
+    with pytest.raises(ValueError, match=match):
+        ProposerRollout(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 1], band=band).start(
+            policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG))

@@ -23,6 +23,7 @@ The proposer never sees the answers: it sees only kinds and pass rates. The pass
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from utils import checks
 from utils.rl.rollout import GroupRollout
@@ -93,13 +94,18 @@ class ProposerRollout(GroupRollout):
     anchor: the share of each step's prompts drawn instead uniformly from anchor_idx (a human seed set; those are
     not paid to the proposer). After each step the proposer is paid learnability(group pass rate, reward) for
     each prompt it chose, the pass rate being the share of the group's rewards >= 1, and takes one update.
-    history: per step {probs, learnability (the mean paid), zero_spread (the proposer's groups with no spread)}.
+    band (lo, hi), optional: a gate on what the solver trains on (R-Zero's filter, arXiv 2508.05004): a group whose
+    pass rate lies outside [lo, hi] gets every reward set to 0, so no spread and no gradient (the proposer is paid
+    as before; the step's record then reads the gated rewards).
+    history: per step {probs, learnability (the mean paid), zero_spread (the proposer's groups with no spread),
+    gated (the share of groups the band took out)}.
     Learning rate 0 keeps the proposer where it starts: with uniform logits, uniform kinds (the control)."""
     proposer: Proposer = None
     kinds: list = None
     reward: str = "azr"
     anchor: float = 0.0
     anchor_idx: list = None
+    band: tuple = None
     history: list = field(default_factory=list)
 
     def start(self, policy, tokenizer, prompts, answers, reward_fn, cfg, correct_fn=None):
@@ -114,6 +120,12 @@ class ProposerRollout(GroupRollout):
         if not all(isinstance(k, (int, np.integer)) and 0 <= k < self.proposer.n_kinds for k in kinds):
             raise ValueError(f"{where}: kinds must be indices below the proposer's n_kinds={self.proposer.n_kinds}")
         self.anchor = checks.number(where, "anchor", self.anchor, lo=0, hi=1)
+        if self.band is not None:
+            lo, hi = (checks.number(where, f"band[{i}]", v, lo=0, hi=1) for i, v in enumerate(
+                checks.sequence(where, "band", self.band, length=2)))
+            if lo > hi:
+                raise ValueError(f"{where}: band=({lo}, {hi}) must have lo <= hi (a band of pass rates)")
+            self.band = (lo, hi)
         self._by_kind = [np.flatnonzero(np.asarray(kinds) == k) for k in range(self.proposer.n_kinds)]
         self._anchor_idx = np.asarray(self.anchor_idx if self.anchor_idx is not None else [], dtype=int)
         if self.anchor and not len(self._anchor_idx):
@@ -130,9 +142,15 @@ class ProposerRollout(GroupRollout):
             paid = np.array([learnability(float(p), self.reward) for p in mine])
             if len(paid):
                 self.proposer.update(kinds_drawn, paid)
+            gated = 0.0
+            if self.band is not None:
+                out = (rates < self.band[0]) | (rates > self.band[1])                 # [n prompts]
+                b.rewards = b.rewards.reshape(-1, G).masked_fill(torch.as_tensor(out)[:, None], 0.0).reshape(-1)
+                gated = float(out.mean())
             self.history.append({"probs": self.proposer.probs().tolist(), "kinds": kinds_drawn.tolist(),
                                  "learnability": float(paid.mean()) if len(paid) else None,
-                                 "zero_spread": float(np.mean((mine == 0) | (mine == 1))) if len(mine) else None})
+                                 "zero_spread": float(np.mean((mine == 0) | (mine == 1))) if len(mine) else None,
+                                 "gated": gated})
             b.counts = dict(b.counts, proposer_entropy=self.proposer.entropy(),
                             proposer_learnability=self.history[-1]["learnability"])
             return b
