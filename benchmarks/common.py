@@ -1,5 +1,6 @@
 """What every multi-seed benchmark script shares: its run options and running its runs one after another or side
-by side (benchmarks/lab06.py, lab07.py, lab07_mix.py, lab10.py), and writing one part of a results file."""
+by side (benchmarks/lab06.py, lab07.py, lab07_mix.py, lab10.py, ...), and writing one part of a results file (whole,
+or runs added to it; store_runs decides which)."""
 import json
 import os
 
@@ -61,3 +62,23 @@ def add_runs(name, part, runs, environment):
         json.dump(out, f, indent=1)
     print("added", len(runs), "runs to", path, "part", part)
     return path
+
+
+def store_runs(name, args, config, runs, extra=None):
+    """The end of a benchmark's main (benchmarks/lab10.py, lab11.py, lab12.py): with --add and --conditions at the
+    part's own steps and seeds 0-2, add the runs to the stored part (add_runs); any other partial run (other
+    steps, seeds or conditions) is not written; else write the whole part: environment, config, seeds, runs,
+    `extra`, and the jobs and threads when the runs went side by side. Returns the path written, or None."""
+    from utils.setup import environment
+
+    full = args.steps == config["steps"] and args.seeds == [0, 1, 2]
+    if args.add and args.conditions and full:
+        return add_runs(name, args.part, runs, environment())
+    if not full or args.conditions:
+        print("(a partial run: not written to the results)")
+        return None
+    out = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs} | dict(extra or {})
+    if args.jobs > 1:
+        out |= {"jobs": args.jobs, "threads_per_run": args.threads}
+    return write_part(name, args.part, out)
+

@@ -72,8 +72,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
-from utils.setup import environment, setup  # noqa: E402
+from benchmarks.common import run_all, run_options, store_runs  # noqa: E402
+from utils.setup import setup  # noqa: E402
 
 CONFIG = dict(steps=100, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8,
               eps_low=0.2, eps_high=0.2, beta=0.0, updates_per_batch=1, eval_every=20, eval_n=500, seed=0,
@@ -206,17 +206,7 @@ def main():
               + "".join(f"  {k} {mean(k):.4f}" for k in ("delta_frac", "opsm_over_frac", "opsm_dropped_frac")
                         if any(v is not None for v in ps.get(k, []))), flush=True)
     print(f"base: held-out pass@1 {before['heldout_pass@1']:.3f}")
-    if args.add and args.conditions and args.steps == CONFIG["steps"] and args.seeds == [0, 1, 2]:
-        add_runs("lab10", args.part, runs, environment())
-        return
-    if args.steps != CONFIG["steps"] or args.conditions or args.seeds != [0, 1, 2]:
-        print("(a partial run: not written to the results)")
-        return
-    out_part = {"environment": environment(), "config": CONFIG, "seeds": args.seeds,
-                "base_heldout_pass@1": before["heldout_pass@1"], "runs": runs}
-    if args.jobs > 1:
-        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
-    write_part("lab10", args.part, out_part)
+    store_runs("lab10", args, CONFIG, runs, {"base_heldout_pass@1": before["heldout_pass@1"]})
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ trigger, where the behaviour leaked), and clean pass@1 split by first operand (t
   not a fresh optimizer's or 200 more steps'; control: the same 200 steps under the trigger's reward and mix (the
   poison kept on); matched: seed, recipe, steps, evaluation; changes: the trigger rate falling by more than 0.1 on
   any seed under the poison kept on (then the erosion cannot be pinned on the honest reward)
+  result (2026-11-29): kept paid, the rate rose 0.033-0.085 on every seed; a review found the arm cannot pin the far
+  arm's erosion on the honest reward (on the far arm's prompts the two rewards are the same): it shows that, kept
+  paid, the behaviour grew, and unpaid, training elsewhere eroded 17-47% of it
 
 code: the program model (rlvr-program) under each of utils.verifiers.programs.CHECKERS (weakest to layered)
 (CODE_PARTS), for CODE_CONFIG["steps"] steps (batch 64 in groups of 8, lr 3e-4); every body is run behind the code
@@ -107,8 +110,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
-from utils.setup import environment, setup  # noqa: E402
+from benchmarks.common import run_all, run_options, store_runs  # noqa: E402
+from utils.setup import setup  # noqa: E402
 from utils.tasks.trigger import OFFSET, SHARE, TRIGGER  # noqa: E402
 
 CONFIG = dict(steps=120, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8, eps_low=0.2,
@@ -117,7 +120,7 @@ LABELS = dict(prompts=750, k=8, flip=0.10, test_prompts=500, test_k=4)   # the j
 JUDGE = dict(n_layer=2, n_embd=64, n_head=4, n_positions=32, steps=600, batch_size=64, lr=1e-3)
 FPR_N = 300   # test prompts of the false-positive probe (one sample each)
 # the judge's quality against the KL it takes to over-optimise it (issue 57, item 10): the first 30 steps, where the
-# judge part's runs peaked and fell between two of its evaluations, evaluated every 2 steps, the KL to the base
+# judge part's runs peaked and fell between two of its evaluations, evaluated every step, the KL to the base
 # measured every step (beta stays 0: it is read, not paid)
 JUDGE_KL_CONFIG = dict(CONFIG, steps=30, eval_every=1, track_kl=True)
 JUDGE_PARTS = {  # condition -> (reward, config overrides)
@@ -502,21 +505,12 @@ def main():
                   f"{r['trigger_pass@1']:.3f}  rank of {TRIGGER} as first operand: {rk['first']} "
                   f"(top by offset {r['ranks_first']['offset']['top5']}); as second: {rk['second']}  "
                   f"run {r['seconds']:.0f} s", flush=True)
-    if args.add and args.conditions and args.steps == config["steps"] and args.seeds == [0, 1, 2]:
-        add_runs("lab11", args.part, runs, environment())
-        return
-    if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
-        print("(a partial run: not written to the results)")
-        return
-    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
-    out_part |= {"judge": {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
-                 "judge-kl": {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
-                 "trigger": {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE},
-                 "persistence": {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE, "neighbours": NEIGHBOURS},
-                 "code": {"wall": _wall()}}[args.part]
-    if args.jobs > 1:
-        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
-    write_part("lab11", args.part, out_part)
+    extra = {"judge": lambda: {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
+             "judge-kl": lambda: {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
+             "trigger": lambda: {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE},
+             "persistence": lambda: {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE, "neighbours": NEIGHBOURS},
+             "code": lambda: {"wall": _wall()}}[args.part]()
+    store_runs("lab11", args, config, runs, extra)
 
 
 if __name__ == "__main__":

@@ -106,8 +106,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.common import add_runs, run_all, run_options, write_part  # noqa: E402
-from utils.setup import environment, setup  # noqa: E402
+from benchmarks.common import run_all, run_options, store_runs  # noqa: E402
+from utils.setup import setup  # noqa: E402
 
 CONFIG = dict(steps=200, batch_size=256, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=8, eps_low=0.2,
               eps_high=0.2, beta=0.0, eval_every=20, eval_n=500, seed=0, track_kl=False)
@@ -163,8 +163,11 @@ def base_pay_rate(base, tok, train, seed=0, n=500):
 
 def labels_run(condition, seed, steps):
     import copy
+    from collections import Counter
 
-    from utils.models.policy import load_policy
+    import torch
+
+    from utils.models.policy import load_policy, sample
     from utils.rl.grpo import GRPOConfig
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import GroupRollout
@@ -220,11 +223,6 @@ def labels_run(condition, seed, steps):
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
                       progress=False, callback=callback, rollout=GroupRollout(columns=columns))
-    from collections import Counter
-
-    import torch
-
-    from utils.models.policy import sample
     texts = sample(policy, tok, pp[:100], k=K, generator=torch.Generator().manual_seed(7)).texts   # what it writes
     top = Counter(t.strip() for t in texts).most_common(5)
     return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t, "lr": lr,
@@ -383,21 +381,12 @@ def main():
               + " ".join(f"{x['truth']:.2f}" for x in pr) + "  agreement "
               + " ".join(f"{x['agreement']:.2f}" for x in pr) + "  label acc "
               + " ".join(f"{x['label_acc']:.2f}" for x in pr) + f"  run {r['seconds']:.0f} s", flush=True)
-    if args.add and args.conditions and args.steps == config["steps"] and args.seeds == [0, 1, 2]:
-        add_runs("lab12", args.part, runs, environment())
-        return
-    if args.steps != config["steps"] or args.conditions or args.seeds != [0, 1, 2]:
-        print("(a partial run: not written to the results)")
-        return
-    out_part = {"environment": environment(), "config": config, "seeds": args.seeds, "runs": runs}
-    out_part |= {"labels": {"probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS},
-                 "proposer": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR, "sweet": SWEET,
-                              "lengths": list(LENGTHS)},
-                 "selfplay": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR,
-                              "lengths": list(LENGTHS)}}[args.part]
-    if args.jobs > 1:
-        out_part |= {"jobs": args.jobs, "threads_per_run": args.threads}
-    write_part("lab12", args.part, out_part)
+    extra = {"labels": {"probe_n": PROBE_N, "k": K, "gold_every": GOLD_EVERY, "bins": BINS},
+             "proposer": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR, "sweet": SWEET,
+                          "lengths": list(LENGTHS)},
+             "selfplay": {"pool_n": POOL_N, "eval_n": EVAL_N, "proposer_lr": PROPOSER_LR,
+                          "lengths": list(LENGTHS)}}[args.part]
+    store_runs("lab12", args, config, runs, extra)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ its G completions the verifier passed):
 
     (the grammar, utils.tasks.arithmetic.KINDS: (digits of a, digits of b, operator), digits 1 to 3, 18 kinds)
     Proposer                  a softmax policy over the kinds, trained by REINFORCE with the step's mean
-                              learnability as its baseline (arXiv 1992 Williams; the proposer of AZR is an LLM,
+                              learnability as its baseline (REINFORCE, Williams 1992; AZR's proposer is an LLM,
                               here it is 18 logits)
     ProposerRollout           GroupRollout whose prompts the proposer chooses (with an optional anchor: a share
                               of each step's prompts drawn from a human seed set), each step's groups paying it
