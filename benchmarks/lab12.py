@@ -123,31 +123,14 @@ LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, 
                "majority vote, gold on 1 prompt in 8, lr 1e-5": "gold",
                "gold only (strict on 1 prompt in 8, nothing elsewhere)": "gold_only",
                "majority vote on prompts whose base majority is right": "easy"}
-BINS = {"hard (0 of 8)": (0, 0), "mid (1-3 of 8)": (1, 3), "easy (4-8 of 8)": (4, 8)}
 
 
 def probe(policy, tok, prompts, answers, seed, base_right=None):
-    """The label-free measures of one policy on the probe prompts (module docstring); base_right: the base model's
-    right samples per prompt, for the difficulty bins (None: this is the base model, and they are returned)."""
-    from utils.eval.metrics import evaluate
-    from utils.verifiers.arithmetic import strict_answer
-    from utils.verifiers.label_free import majority_label
+    """The label-free measures of one policy on the probe prompts (utils.eval.labels.label_probe, K samples each,
+    binned by the base model's right samples of the same probe at step 0)."""
+    from utils.eval.labels import label_probe
 
-    ev = evaluate(policy, tok, prompts, answers, k=K, seed=seed, entropy=True)
-    right = np.asarray(ev["correct"])                                        # [P] right samples of K
-    labels = [majority_label(ev["texts"][i * K:(i + 1) * K]) for i in range(len(prompts))]
-    agree = [sum(strict_answer(t) == lab for t in ev["texts"][i * K:(i + 1) * K]) / K if lab is not None else 0.0
-             for i, lab in enumerate(labels)]
-    label_right = np.array([lab is not None and lab == int(a) for lab, a in zip(labels, answers)])
-    base_right = right if base_right is None else np.asarray(base_right)
-    out = {"truth": float(ev["pass@1"]), "agreement": float(np.mean(agree)),
-           "no_label": float(np.mean([lab is None for lab in labels])), "label_acc": float(label_right.mean()),
-           "entropy": float(ev["entropy"]), "label_acc_by_bin": {}, "truth_by_bin": {}}
-    for name, (lo, hi) in BINS.items():
-        m = (base_right >= lo) & (base_right <= hi)
-        out["label_acc_by_bin"][name] = float(label_right[m].mean()) if m.any() else None
-        out["truth_by_bin"][name] = float(right[m].mean() / K) if m.any() else None
-    return out, right.tolist()
+    return label_probe(policy, tok, prompts, answers, k=K, seed=seed, difficulty=base_right)
 
 
 def base_pay_rate(base, tok, train, seed=0, n=500):
@@ -365,6 +348,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=tuple(PARTS), default="labels")
     args = run_options(ap).parse_args()
+    from utils.eval.labels import BINS
+
     conds, fn, config = PARTS[args.part]
     args.steps = args.steps or config["steps"]
     jobs = [(c, s, args.steps) for c in conds if not args.conditions or c in args.conditions for s in args.seeds]

@@ -65,3 +65,31 @@ def test_what_a_policy_writes_never_raises_and_is_never_paid_unread():
 def test_a_missing_column_or_a_bad_option_is_named(kw, match):
     with pytest.raises(ValueError, match=match):
         majority_vote_reward(["1", "1"], **kw)
+
+
+def test_label_probe_by_hand(monkeypatch):
+    """Two prompts, k = 4 canned samples each: prompt 0 (answer 5) votes 5 twice, 6 once and writes nothing once;
+    prompt 1 (answer 7) ties 1 against 2: no label."""
+    import utils.eval.labels as labels
+
+    texts = ["5", "5", "6", "", "1", "2", "x", "07"]
+
+    def canned(policy, tok, prompts, answers, k=1, seed=0, entropy=False):
+        return {"pass@1": 2 / 8, "correct": np.array([2, 0]), "texts": texts, "entropy": 0.3}
+
+    monkeypatch.setattr(labels, "evaluate", canned)
+    out, right = labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, bins={"0": (0, 0), "1-4": (1, 4)})
+    assert right == [2, 0]
+    assert out["truth"] == 0.25 and out["entropy"] == 0.3
+    assert out["agreement"] == pytest.approx((2 / 4 + 0.0) / 2)      # the tie has no label: agreement 0
+    assert out["no_label"] == 0.5 and out["label_acc"] == 0.5
+    assert out["label_acc_by_bin"] == {"0": 0.0, "1-4": 1.0}         # binned by its own right samples
+    assert out["truth_by_bin"] == {"0": 0.0, "1-4": 0.5}
+    # binned by another draw's counts: prompt 0 counted as hard
+    out, _ = labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, difficulty=[0, 3],
+                                bins={"0": (0, 0), "1-4": (1, 4)})
+    assert out["label_acc_by_bin"] == {"0": 1.0, "1-4": 0.0}
+    with pytest.raises(ValueError, match="difficulty"):
+        labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, difficulty=[0])
+    with pytest.raises(ValueError, match="bins"):
+        labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, bins=None)

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_properties import BAD, NAMED, call_or_named
-from utils.eval import control, judging, metrics, probes
+from utils.eval import control, judging, labels, metrics, probes
 from utils.eval import programs as program_eval
 from utils.eval import tools as tool_eval
 from utils.eval import traces as trace_eval
@@ -270,6 +270,9 @@ CASES = {
                                      reward_fn=strict_reward, cfg=_cfg(), eval_prompts=["1+1="], eval_answers=["2"],
                                      ref=None, callback=None, eval_rewards=None, eval_sets=None, correct_fn=None,
                                      rollout=None, progress=False), _train_ok),
+    "labels.label_probe": (labels.label_probe, dict(policy="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
+                                                    k=2, seed=0, difficulty=None, bins={"hard": (0, 0)}),
+                           lambda r, kw: 0 <= r[0]["truth"] <= 1 and len(r[1]) == len(kw["prompts"])),
     "control.hit_rate": (control.hit_rate, dict(model="MODEL", tokenizer="TOK", prompts=PROMPTS, answers=ANSWERS,
                                                 reward_fn=strict_reward, k=2, seed=0, max_new_tokens=4),
                          lambda r, kw: _finite(r) and 0 <= r <= 1),

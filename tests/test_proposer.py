@@ -138,3 +138,66 @@ def test_a_bad_band_is_named(band, match):
     with pytest.raises(ValueError, match=match):
         ProposerRollout(proposer=Proposer(n_kinds=2), kinds=[0, 0, 1, 1], band=band).start(
             policy, tok, PROMPTS, ANSWERS, first_two_right, GRPOConfig(**CFG))
+
+
+@pytest.mark.parametrize("p, G, azr, rzero", [
+    (0.5, 2, 0.25, 0.5),       # j = 1 of 2 with chance 1/2 pays 0.5 (AZR) or 1.0 (R-Zero); j = 0 or 2 pays 0
+    (0.0, 8, 0.0, 0.0),        # never right: every group has no spread
+    (1.0, 8, 0.0, 0.0),
+    (0.3, 1, 0.0, 0.0),        # a group of one never has spread
+    (0.5, 4, 0.375 * 0.5 + 0.25 * 0.75 + 0.25 * 0.25, 0.375 * 1.0 + 0.5 * 0.5),   # j = 2 (6/16), j = 1, 3 (4/16 each)
+])
+def test_expected_learnability_by_hand(p, G, azr, rzero):
+    from utils.rl.proposer import expected_learnability
+    assert expected_learnability(p, "azr", G) == pytest.approx(azr)
+    assert expected_learnability(p, "rzero", G) == pytest.approx(rzero)
+
+
+def test_expected_learnability_peaks_where_the_module_says():
+    # AZR's mean over a group of 8 is 1 - p - (1 - p)^8 (the j = 8 term pays 0 anyway): largest at (1 - p)^7 = 1/8
+    from utils.rl.proposer import expected_learnability
+    ps = np.linspace(0, 1, 1001)
+    assert np.allclose(expected_learnability(ps, "azr"), 1 - ps - (1 - ps) ** 8)
+    assert ps[np.argmax(expected_learnability(ps, "azr"))] == pytest.approx(1 - (1 / 8) ** (1 / 7), abs=1e-3)
+    assert ps[np.argmax(expected_learnability(ps, "rzero"))] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("p, band, G, want", [(0.5, (0.25, 0.75), 2, 0.5), (0.5, (0.0, 1.0), 2, 1.0),
+                                              (0.5, (0.5, 0.5), 4, 6 / 16), (0.0, (0.0, 0.0), 8, 1.0),
+                                              (0.1, (0.125, 0.875), 8, 1 - 0.9 ** 8 - 0.1 ** 8)])
+def test_band_share_by_hand(p, band, G, want):
+    from utils.rl.proposer import band_share
+    assert band_share(p, band, G) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(band=(0.8, 0.2)), "lo <= hi"), (dict(band=(0, 2)), "band"),
+                                       (dict(p=1.5), "p must"), (dict(group_size=0), "group_size")])
+def test_band_share_bad_input_is_named(kw, match):
+    from utils.rl.proposer import band_share
+    with pytest.raises(ValueError, match=match):
+        band_share(**dict(dict(p=0.5, band=(0.2, 0.8)), **kw))
+
+
+def test_fixed_solver_run_goes_where_its_reward_pays():
+    from utils.rl.proposer import fixed_solver_run
+    # kind 0 right half the time pays; kind 1 is never right, kind 2's problems are each always or never right:
+    # neither pays, so the proposer leaves them
+    h = fixed_solver_run([0.5, 0.0, [0.0, 1.0]], "azr", lr=1.0, steps=300, batch=32, seed=0)
+    assert h.shape == (301, 3) and np.allclose(h[0], 1 / 3) and np.allclose(h.sum(1), 1)
+    assert h[-1, 0] > 0.9
+    assert np.array_equal(h, fixed_solver_run([0.5, 0.0, [0.0, 1.0]], "azr", lr=1.0, steps=300, batch=32, seed=0))
+    # lr 0 stays uniform; no steps returns the start
+    assert np.allclose(fixed_solver_run([0.5, 0.2], lr=0.0, steps=5), 0.5)
+    assert fixed_solver_run([0.5, 0.2], steps=0).shape == (1, 2)
+    # AZR pays 1 - p: of two kinds that split, the harder one wins; R-Zero's reward prefers the one nearer 1/2
+    assert fixed_solver_run([0.5, 0.25], "azr", steps=400, seed=1)[-1, 1] > 0.8
+    assert fixed_solver_run([0.5, 0.15], "rzero", steps=400, seed=1)[-1, 0] > 0.8
+
+
+@pytest.mark.parametrize("kw, match", [(dict(rates=[]), "rates"), (dict(rates=[0.5, 1.5]), "rates"),
+                                       (dict(rates=[0.5, []]), "rates"), (dict(kind="x"), "kind"),
+                                       (dict(steps=-1), "steps"), (dict(seed="x"), "seed")])
+def test_fixed_solver_run_bad_input_is_named(kw, match):
+    from utils.rl.proposer import fixed_solver_run
+    with pytest.raises(ValueError, match=match):
+        fixed_solver_run(**dict(dict(rates=[0.5, 0.2], steps=2), **kw))

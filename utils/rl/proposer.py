@@ -11,6 +11,14 @@ its G completions the verifier passed):
                               solver is right half the time
 
     (the grammar, utils.tasks.arithmetic.KINDS: (digits of a, digits of b, operator), digits 1 to 3, 18 kinds)
+    expected_learnability(p, kind, group_size)   its mean over a group of group_size samples each right with
+                              chance p (binomially many right): what a proposer is paid, on average, for a kind
+                              the solver passes at rate p. With G = 8, AZR's peaks near p = 0.26, not at the
+                              hardest kind; R-Zero's at p = 1/2
+    band_share(p, band, group_size)   the chance that such a group's pass rate falls in band = (lo, hi)
+    fixed_solver_run(rates, ...)      a Proposer trained against a solver that never learns (each kind's pass rate,
+                              or its problems' rates, fixed): where its reward alone sends it, in a fraction of
+                              a second
     Proposer                  a softmax policy over the kinds, trained by REINFORCE with the step's mean
                               learnability as its baseline (REINFORCE, Williams 1992; AZR's proposer is an LLM,
                               here it is 18 logits)
@@ -40,6 +48,70 @@ def learnability(pass_rate, kind="azr"):
     if kind == "azr":
         return 1.0 - p if 0.0 < p < 1.0 else 0.0
     return 1.0 - 2.0 * abs(p - 0.5)
+
+
+def _group_outcomes(where, p, group_size):
+    """(p as a [K] array, the binomial probabilities [K, G + 1] of j = 0..G right in a group of G)."""
+    from math import comb
+
+    g = checks.number(where, "group_size", group_size, lo=1, hi=1_000, integer=True)
+    p = checks.array(where, "p", p, dims=(0, 1))
+    if p.size == 0 or np.any((p < 0) | (p > 1)):
+        raise ValueError(f"{where}: p must be a pass rate in [0, 1] or a non-empty list of them, got {p}")
+    j = np.arange(g + 1)
+    pmf = np.array([comb(g, int(i)) for i in j]) * np.power.outer(p, j) * np.power.outer(1 - p, g - j)  # [.., G+1]
+    return p, j / g, pmf
+
+
+def expected_learnability(p, kind="azr", group_size=8):
+    """The mean of learnability(j / G, kind) over j ~ Binomial(G, p): a float for a float p, else an array."""
+    p, rates, pmf = _group_outcomes("expected_learnability", p, group_size)
+    if kind not in REWARDS:
+        raise ValueError(f"expected_learnability: kind must be one of {REWARDS}, got {checks._short(kind)}")
+    out = pmf @ np.array([learnability(float(r), kind) for r in rates])
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def band_share(p, band=(0.0, 1.0), group_size=8):
+    """The chance that a group of G samples, each right with chance p, has a pass rate j / G in [lo, hi]."""
+    lo, hi = (checks.number("band_share", f"band[{i}]", v, lo=0, hi=1) for i, v in enumerate(
+        checks.sequence("band_share", "band", band, length=2)))
+    if lo > hi:
+        raise ValueError(f"band_share: band=({lo}, {hi}) must have lo <= hi")
+    p, rates, pmf = _group_outcomes("band_share", p, group_size)
+    out = pmf @ ((rates >= lo - 1e-12) & (rates <= hi + 1e-12)).astype(float)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def fixed_solver_run(rates, kind="azr", lr=1.0, steps=200, batch=32, group_size=8, seed=0):
+    """A Proposer (uniform at the start, learning rate lr) over len(rates) kinds, trained for `steps` steps against a
+    solver that never learns. rates[k]: kind k's pass rate (every problem of it equally hard) or a list of its
+    problems' pass rates (each draw of the kind picks one of them uniformly). Each step it draws `batch` kinds; each
+    drawn problem's group of group_size samples has Binomial(group_size, its rate) right, and it is paid
+    learnability(pass rate, kind). Returns [steps + 1, K]: its probabilities before each step and after the last.
+    Seeded by `seed` (numpy)."""
+    where = "fixed_solver_run"
+    rates = checks.sequence(where, "rates", rates, of="kinds")
+    per_kind = [checks.array(where, f"rates[{k}]", r, dims=(0, 1)).reshape(-1) for k, r in enumerate(rates)]
+    if not per_kind or any(not len(r) or np.any((r < 0) | (r > 1)) for r in per_kind):
+        raise ValueError(f"{where}: rates must hold, for each kind, a pass rate in [0, 1] or a non-empty list of "
+                         f"them")
+    if kind not in REWARDS:
+        raise ValueError(f"{where}: kind must be one of {REWARDS}, got {checks._short(kind)}")
+    steps = checks.number(where, "steps", steps, lo=0, hi=1_000_000, integer=True)
+    batch = checks.number(where, "batch", batch, lo=1, hi=1_000_000, integer=True)
+    group_size = checks.number(where, "group_size", group_size, lo=1, hi=1_000, integer=True)
+    seed = checks.number(where, "seed", seed, lo=0, hi=2**63 - 1, integer=True)
+    lr = checks.number(where, "lr", lr, lo=0, hi=1e6)
+    rng, proposer = np.random.default_rng(seed), Proposer(n_kinds=len(per_kind), lr=lr)
+    out = [proposer.probs()]
+    for _ in range(steps):
+        kinds = proposer.draw(batch, rng)                                                # [batch]
+        p = np.array([per_kind[k][rng.integers(len(per_kind[k]))] for k in kinds])        # [batch] problems' rates
+        passed = rng.binomial(group_size, p) / group_size                                # [batch] groups' pass rates
+        proposer.update(kinds, [learnability(float(r), kind) for r in passed])
+        out.append(proposer.probs())
+    return np.array(out)
 
 
 @dataclass
