@@ -32,6 +32,15 @@ After a researcher's review, six more arms, the third five lines written before 
   changes   at lr 1e-5 the vote's truth at step 200 below the random reward's on every seed, or below half its start
             on every seed; the filtered vote never 0.03 above its start; gold + vote not above gold only on every
             seed (then the votes do not help the gold labels)
+Added while writing the lab (2026-11-29), the fourth five lines, written before it ran (REVIEWING.md: run the key arm
+without std scaling before explaining a collapse):
+  claim     the vote's collapse at lr 1e-4 is not per-group std scaling's doing: its rewards are 0 or 1, so the
+            scaling multiplies a group's advantages by 2 to 2.8 (not by the tens it gives a judge's near-ties); without
+            it the vote still collapses within 200 steps (truth below half its start on every seed)
+  control   the vote at lr 1e-4 with the scaling (stored), and at lr 1e-5 (stored)
+  matched   recipe (but scale_std=False), prompts, seeds, probe
+  changes   no collapse on any seed: then the scaling was the driver and the lab says so; a collapse on some seeds
+            only: the lab says the scaling speeds it
 Every 20 steps (and at step 0), on PROBE_N test prompts with K samples each (seeded as the run): the truth
 (mean strict pass@1), agreement (the share of samples that give their prompt's majority label; 0 where there is
 none), the share of prompts with no label (a tie), and the label's accuracy (the share of prompts whose majority
@@ -122,7 +131,9 @@ LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, 
                "random reward (rate-matched), lr 1e-5": "random",
                "majority vote, gold on 1 prompt in 8, lr 1e-5": "gold",
                "gold only (strict on 1 prompt in 8, nothing elsewhere)": "gold_only",
-               "majority vote on prompts whose base majority is right": "easy"}
+               "majority vote on prompts whose base majority is right": "easy",
+               # added while writing the lab (the fourth five lines below)
+               "majority vote, no std scaling": "majority"}
 
 
 def probe(policy, tok, prompts, answers, seed, base_right=None):
@@ -202,7 +213,7 @@ def labels_run(condition, seed, steps):
         if record["step"] % CONFIG["eval_every"] == 0 or record["step"] == steps:
             reports.append(dict(step=record["step"], **probe(pol, tok, pp, pa, 4242, base_right)[0]))
 
-    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=lr))
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=lr, scale_std="no std scaling" not in condition))
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], reward, cfg, test["prompt"], test["answer"],
                       progress=False, callback=callback, rollout=GroupRollout(columns=columns))
@@ -234,20 +245,12 @@ LENGTHS = {"1-2 digits": lambda k: max(k[0], k[1]) <= 2, "one 3-digit operand": 
 
 
 def kind_sets():
-    """(pool rows with their kind index, eval rows with their kind index): disjoint, neither holding a test, valid
-    or ood prompt; the evaluation rows hold no train prompt either (the seed-set arm trains on the train split, and
-    the base model saw it in pre-training); the pool may hold train prompts (training data either way)."""
-    from utils.tasks.arithmetic import KINDS, kind_problems, load_split
+    """(pool rows with their kind index, eval rows with their kind index): utils.tasks.arithmetic.kind_sets with this
+    benchmark's sizes and seeds (disjoint; no test, valid or ood prompt in either, no train prompt among the eval
+    rows)."""
+    from utils.tasks.arithmetic import kind_sets
 
-    held = {p for s in ("test", "valid", "ood") for p in load_split(s)["prompt"]}
-    train = set(load_split("train")["prompt"])
-    pool, evals = [], []
-    for k, kind in enumerate(KINDS):   # evaluation rows first: the smallest kinds (1+1 digits: 100) cannot fill both
-        ev = kind_problems(kind, EVAL_N, seed=EVAL_SEED + k, exclude=held | train)
-        evals += [dict(r, kind=k) for r in ev]
-        rows = kind_problems(kind, POOL_N, seed=POOL_SEED + k, exclude=held | {r["prompt"] for r in ev})
-        pool += [dict(r, kind=k) for r in rows]
-    return pool, evals
+    return kind_sets(POOL_N, EVAL_N, POOL_SEED, EVAL_SEED)
 
 
 def by_length(policy, tok, evals, seed=4242):

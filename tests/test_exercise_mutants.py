@@ -1135,6 +1135,139 @@ def test_answer_shift_right_version_reference_and_stub(capsys):
     assert ex.check_answer_shift(stub) is answer_shift and "NOTE" in capsys.readouterr().out
 
 
+# ------------------------------------------------------------------------------ Lab 12: the majority label, with ties
+
+def majority(texts, *, mistake=None):
+    from collections import Counter
+
+    from utils.verifiers.arithmetic import strict_answer
+
+    def int_or_none(t):
+        try:
+            return int(t)
+        except (TypeError, ValueError):
+            return None
+    read = {"raw strings counted (' 12' and '12' apart)": lambda t: t if strict_answer(t) is not None else None,
+            "the text returned, not the int": lambda t: t.strip() if strict_answer(t) is not None else None,
+            "int() reads the answers ('03', '+5' vote)": int_or_none}.get(mistake, strict_answer)
+    answers = [read(t) for t in texts]
+    votes = Counter(answers if mistake == "unreadable texts vote for None" else
+                    [a for a in answers if a is not None])
+    if not votes and mistake != "crashes on a group with no readable answer":
+        return 0 if mistake == "0 for a group with no readable answer" else None
+    if mistake == "a tie broken by the first answer seen":
+        return votes.most_common(1)[0][0]
+    (top, n), *rest = votes.most_common(2)
+    if mistake == "the count returned, not the answer":
+        return None if rest and rest[0][1] == n else n
+    if mistake == "a tie for second place taken as no label":
+        return None if len(set(votes.values())) < len(votes) else top
+    if mistake == "a tie only between exactly two answers (a three-way tie missed)":
+        return None if len(votes) == 2 and rest[0][1] == n else top
+    if mistake == "more than half the votes needed":
+        return top if 2 * n > len(texts) and not (rest and rest[0][1] == n) else None
+    if mistake == "raw strings counted (' 12' and '12' apart)" and top is not None:
+        top = strict_answer(top)
+    return None if rest and rest[0][1] == n else top
+
+
+MAJORITY_MUTANTS = {"a tie broken by the first answer seen": "order first seen",
+                    "unreadable texts vote for None": "cast no vote",
+                    "raw strings counted (' 12' and '12' apart)": r"' 12', '12' and '12\\n' are one answer",
+                    "the text returned, not the int": "as the int strict_answer reads",
+                    "the count returned, not the answer": "not its number of votes",
+                    "crashes on a group with no readable answer": r"raised ValueError.*nothing to vote for",
+                    "0 for a group with no readable answer": r"got 0\n.*nothing to vote for, so return None",
+                    "a tie only between exactly two answers (a three-way tie missed)": "any number of answers",
+                    "a tie for second place taken as no label": "only a tie for the MOST votes",
+                    "int() reads the answers ('03', '+5' vote)": "not int\\(\\)",
+                    "more than half the votes needed": "not more than half"}
+
+
+@pytest.mark.parametrize("mistake", list(MAJORITY_MUTANTS))
+def test_majority_label_mutant_rejected(mistake):
+    rejected(ex.check_majority_label, partial(majority, mistake=mistake), MAJORITY_MUTANTS[mistake])
+
+
+def test_majority_label_right_version_reference_and_stub(capsys):
+    from utils.verifiers.label_free import majority_label
+    assert ex.check_majority_label(majority) is majority
+    assert ex.check_majority_label(majority_label) is majority_label
+    assert capsys.readouterr().out.count("OK") == 2
+    assert ex.check_majority_label(stub) is majority_label and "NOTE" in capsys.readouterr().out
+
+
+def test_majority_label_worked_cases_are_the_references_answers():
+    """The worked cases say what the lab says: a label where one answer leads, None for a tie for the most votes (two
+    or three answers), for nothing readable and for the empty group; 5 where 6 and 7 tie below it."""
+    from utils.verifiers.label_free import majority_label
+    assert [majority_label(texts) for _, texts in ex.MAJORITY_CASES] == [46, 3, 12, 5, None, None, 5, -3, None, None,
+                                                                          7]
+
+
+# ------------------------------------------------------------------------------- Lab 12: the proposer's learnability
+
+def learn(pass_rate, kind="azr", *, mistake=None):
+    p = pass_rate
+    azr = {"AZR: 1 - p at p = 0 too (no edge cases)": 1.0 - p,
+           "AZR zero only at p = 1": 1.0 - p if p < 1.0 else 0.0,
+           "AZR as p(1 - p)": p * (1.0 - p),
+           "AZR as p": p if 0.0 < p < 1.0 else 0.0}.get(mistake, 1.0 - p if 0.0 < p < 1.0 else 0.0)
+    rzero = {"R-Zero as 1 - |p - 1/2| (the 2 missing)": 1.0 - abs(p - 0.5),
+             "R-Zero as 2|p - 1/2|": 2.0 * abs(p - 0.5)}.get(mistake, 1.0 - 2.0 * abs(p - 0.5))
+    if mistake == "the two kinds swapped":
+        return rzero if kind == "azr" else azr
+    if mistake == "kind ignored (always AZR)":
+        return azr
+    if mistake == "kind ignored (always R-Zero)":
+        return rzero
+    return azr if kind == "azr" else rzero
+
+
+LEARN_MUTANTS = {"AZR: 1 - p at p = 0 too (no edge cases)": "never \\(or always\\) solves teaches it nothing",
+                 "AZR zero only at p = 1": "AZR pays 0 when p = 0",
+                 "AZR as p(1 - p)": "not p\\(1 - p\\)",
+                 "AZR as p": "not p:",
+                 "R-Zero as 1 - |p - 1/2| (the 2 missing)": "the 2 is missing",
+                 "R-Zero as 2|p - 1/2|": r"not 2\|p - 1/2\|",
+                 "the two kinds swapped": "swapped",
+                 "kind ignored (always AZR)": "for kind='rzero' your function gives AZR's reward: read kind",
+                 "kind ignored (always R-Zero)": "for kind='azr' your function gives R-Zero's .*read kind"}
+
+
+@pytest.mark.parametrize("mistake", list(LEARN_MUTANTS))
+def test_learnability_mutant_rejected(mistake):
+    rejected(ex.check_learnability, partial(learn, mistake=mistake), LEARN_MUTANTS[mistake])
+
+
+def test_learnability_right_version_reference_and_stub(capsys):
+    from utils.rl.proposer import learnability
+    assert ex.check_learnability(learn) is learn
+    assert ex.check_learnability(learnability) is learnability
+    assert capsys.readouterr().out.count("OK") == 2
+    assert ex.check_learnability(stub) is learnability and "NOTE" in capsys.readouterr().out
+
+
+def test_learnability_zero_only_at_p_0_is_the_same_function():
+    """AZR written as `1 - p if p > 0 else 0` is right, not a mutant: 1 - p is already 0 at p = 1; so the check
+    passes it."""
+    def zero_at_0_only(pass_rate, kind="azr"):
+        if kind == "azr":
+            return 1.0 - pass_rate if pass_rate > 0 else 0.0
+        return 1.0 - 2.0 * abs(pass_rate - 0.5)
+    assert ex.check_learnability(zero_at_0_only) is zero_at_0_only
+
+
+def test_learnability_kind_left_out_is_azr():
+    def no_default(pass_rate, kind):
+        return learn(pass_rate, kind)
+    rejected(ex.check_learnability, no_default, r"my_learnability\(0.25\).*(could not be called|defaults to 'azr')")
+
+    def default_rzero(pass_rate, kind="rzero"):
+        return learn(pass_rate, kind)
+    rejected(ex.check_learnability, default_rzero, "kind defaults to 'azr'")
+
+
 # ------------------------------------------------------------------------------------ Lab 09: the verified filter
 
 def verified(prompts, texts, answers, k, *, mistake=None):
@@ -1268,6 +1401,8 @@ def test_episode_tensors_right_version_reference_and_stub(capsys):
     ("check_importance_weights", "utils.rl.rollout:importance_weights", lambda f: lambda *a: f(*a) * 1.0),
     ("check_verified_pairs", "utils.rl.selftrain:verified_pairs", lambda f: lambda *a: list(f(*a))),
     ("check_episode_tensors", "utils.tasks.tools:episode_tensors", lambda f: lambda *a: tuple(f(*a))),
+    ("check_majority_label", "utils.verifiers.label_free:majority_label", lambda f: lambda texts: f(texts)),
+    ("check_learnability", "utils.rl.proposer:learnability", lambda f: lambda p, kind="azr": f(p, kind)),
 ])
 def test_calling_the_reference_passes_and_is_said(check, reference, calling, capsys):
     """The course's policy (docs/TESTING.md): a learner's function that calls the library's reference passes (the
@@ -1302,7 +1437,8 @@ def wrong_versions():
                "check_importance_weights": (is_weights, IS_MUTANTS), "check_cispo_token_loss": (cispo, CISPO_MUTANTS),
                "check_false_positive_rate": (fpr, FPR_MUTANTS), "check_obeys_rules": (obeys, RULE_MUTANTS),
                "check_answer_shift": (shift, SHIFT_MUTANTS), "check_verified_pairs": (verified, VERIFIED_MUTANTS),
-               "check_episode_tensors": (episode, EPISODE_MUTANTS)}
+               "check_episode_tensors": (episode, EPISODE_MUTANTS),
+               "check_majority_label": (majority, MAJORITY_MUTANTS), "check_learnability": (learn, LEARN_MUTANTS)}
     out = {check: {m: partial(fn, mistake=m) for m in mutants} for check, (fn, mutants) in helpers.items()}
     out["check_careful_match"] = {m: fn for m, (fn, _) in CAREFUL_MUTANTS.items()}
     out["check_pass_at_k"] = {m: fn for m, (fn, _) in PASS_MUTANTS.items()}

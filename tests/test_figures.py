@@ -18,6 +18,7 @@ from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRE
 from utils.eval.metrics import pass_at_k  # noqa: E402
 from utils.notebook import figures as F  # noqa: E402
 from utils.rl.grpo import group_advantages  # noqa: E402
+from utils.rl.proposer import expected_learnability, learnability  # noqa: E402
 from utils.rl.rollout import fill_batch  # noqa: E402
 from utils.rl.staleness import step_seconds  # noqa: E402
 from utils.verifiers import traces  # noqa: E402
@@ -25,7 +26,7 @@ from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite, strict_reward
 from utils.verifiers.spurious import random_reward  # noqa: E402
 
 FIGURES = [F.rlvr_loop, F.verifier_zoo, F.control_design, F.entropy_collapse, F.pass_at_k_curves, F.trace_rewards,
-           F.dynamic_sampling, F.data_parallel, F.async_pipeline, F.checker_grid]
+           F.dynamic_sampling, F.data_parallel, F.async_pipeline, F.checker_grid, F.self_play_loop]
 
 
 @pytest.fixture(autouse=True)
@@ -237,3 +238,53 @@ def test_checker_grid_cells_are_the_checkers_scores():
     col = lambda c: [cells[i, c] for i in range(len(F.GRID_BODIES))]  # noqa: E731
     assert col("naive, shown") == [1, 1, 1, 1, 1, 0] and col("harness, shown") == [1, 1, 1, 0, 0, 0]
     assert col("harness, hidden") == [1, 1, 0, 0, 0, 0] and col("layered") == [1, 1, 0, -0.5, -0.5, 0.1]
+
+
+def test_self_play_loop_curves_are_the_proposers_pay():
+    """Right: expected_learnability for G = 8 (solid) and learnability (dashed), as the library computes them; AZR's
+    mean peaks near p = 0.26 at 0.65, well below the near 1 that 1 - p reaches; left: the group's rewards, pass rate
+    and pay."""
+    fig = F.self_play_loop()
+    lines = {line.get_gid(): line for line in fig.axes[1].get_lines() if line.get_gid()}
+    assert set(lines) == {"azr|expected", "rzero|expected", "azr|per group", "rzero|per group", "azr|ends", "azr|peak"}
+    for kind in ("azr", "rzero"):
+        xs, ys = lines[f"{kind}|expected"].get_data()
+        assert xs[0] == 0 and xs[-1] == 1 and len(xs) > 100
+        assert list(ys) == pytest.approx(list(expected_learnability(xs, kind, 8)))
+        xs, ys = lines[f"{kind}|per group"].get_data()
+        assert list(ys) == pytest.approx([learnability(float(x), kind) for x in xs])
+        assert lines[f"{kind}|per group"].get_linestyle() == "--"
+    assert 0 < min(lines["azr|per group"].get_xdata()) and max(lines["azr|per group"].get_xdata()) < 1
+    assert list(lines["azr|ends"].get_ydata()) == [0, 0]                        # AZR pays nothing at p = 0 or 1
+    # by hand: at p = 1/2, AZR's mean over Binomial(8, 1/2) is sum_{j=1..7} C(8, j) (1 - j/8) / 256 = 127/256, and
+    # R-Zero's is 1 - E|j - 4| / 4 = 1 - (2 * (4 + 24 + 56 + 56) / 256) / 4 = 0.7265625
+    xs, ys = lines["azr|expected"].get_data()
+    assert ys[list(xs).index(0.5)] == pytest.approx(127 / 256)
+    xs, ys = lines["rzero|expected"].get_data()
+    assert ys[list(xs).index(0.5)] == pytest.approx(0.7265625) == max(ys)
+    (at,), (top,) = lines["azr|peak"].get_data()
+    assert at == pytest.approx(0.26, abs=0.01) and top == pytest.approx(expected_learnability(at, "azr", 8))
+    assert top == pytest.approx(0.65, abs=0.01) and top == pytest.approx(max(lines["azr|expected"].get_ydata()),
+                                                                          abs=1e-3)
+    assert max(lines["azr|per group"].get_ydata()) > 0.99 > top + 0.3             # 1 - p near p = 0: nearly 1
+    assert "G = 8" in fig.axes[1].get_title() and "0-1)" in fig.axes[1].get_xlabel()
+    assert "(0-1)" in fig.axes[1].get_ylabel()
+    # left: 3 of the 8 completions of 47-38= say 9; p = 3/8, AZR pays 1 - 3/8, R-Zero 1 - 2|3/8 - 1/2| = 3/4
+    boxes = {g.split("|")[0]: g.split("|")[1:] for g in gids(fig) if g.startswith(("rewards|", "pay|"))}
+    assert boxes["rewards"] == [" ".join(f"{r:.0f}" for r in strict_reward(list(F.SELF_PLAY_GROUP), ["9"] * 8))] \
+        == ["1 0 1 0 0 1 0 0"]
+    assert [float(v) for v in boxes["pay"]] == [0.375, 0.625, 0.75]
+
+
+def test_self_play_loop_majority_vote_and_the_library(monkeypatch):
+    """With the majority vote as the checker, the majority's answer is paid, right or not: 4 of 8 say 8 (the answer
+    is 9). The curves come from expected_learnability, not from numbers written into the figure."""
+    fig = F.self_play_loop(completions=("9", "9", "9", "8", "8", "8", "8", "1"), checker="majority")
+    boxes = {g.split("|")[0]: g.split("|")[1:] for g in gids(fig) if g.startswith(("rewards|", "pay|"))}
+    assert boxes["rewards"] == ["0 0 0 1 1 1 1 0"] and [float(v) for v in boxes["pay"]] == [0.5, 0.5, 1.0]
+    assert "majority vote" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="checker must be one of"):
+        F.self_play_loop(checker="judge")
+    monkeypatch.setattr(F, "expected_learnability", lambda p, kind, G: np.full(len(p), 0.3 if kind == "azr" else 0.4))
+    lines = {line.get_gid(): line for line in F.self_play_loop().axes[1].get_lines() if line.get_gid()}
+    assert set(lines["azr|expected"].get_ydata()) == {0.3} and set(lines["rzero|expected"].get_ydata()) == {0.4}

@@ -45,7 +45,7 @@ def test_every_lab_is_recognised_and_extracts_every_exercise():
     """Every solution and lab notebook is read as its lab, and each exercise's extract holds only imports, defs and
     literal constants (nothing that runs)."""
     labs = G.lab_exercises()
-    assert sum(map(len, labs.values())) == 23 and set(labs) == {f"{i:02d}" for i in range(1, 12)}
+    assert sum(map(len, labs.values())) == 25 and set(labs) == {f"{i:02d}" for i in range(1, 13)}
     for folder in ("solutions", "labs"):
         for path in sorted(glob.glob(os.path.join(ROOT, folder, "*.ipynb"))):
             nb = json.load(open(path))
@@ -135,7 +135,7 @@ def test_otter_export_gives_the_same_verdicts(graded, tmp_path):
     assert {(s, lab) for s, lab, _ in written} == {("ada", "05"), ("ada", "11"), ("bo", "05"), ("cy", "05"),
                                                    ("di", "05")}
     tests = sorted(glob.glob(str(tmp_path / "lab*" / "tests" / "*.py")))
-    assert len(tests) == 23 and str(tmp_path / "lab01" / "tests" / "group_advantages.py") in tests
+    assert len(tests) == 25 and str(tmp_path / "lab01" / "tests" / "group_advantages.py") in tests
     spec = {}
     exec(open(tmp_path / "lab05" / "tests" / "pass_at_k.py").read(), spec)
     assert spec["OK_FORMAT"] and spec["test"]["suites"][0]["type"] == "doctest"
@@ -153,7 +153,7 @@ def test_classroom_config_is_the_committed_one():
     path = os.path.join(ROOT, ".github", "classroom", "autograding.json")
     assert json.load(open(path)) == G.classroom_config(), "run `python tools/grade.py classroom`"
     tests = G.classroom_config()["tests"]
-    assert len(tests) == 23 and all(t["points"] == 1 for t in tests) and "pip install" in tests[0]["setup"]
+    assert len(tests) == 25 and all(t["points"] == 1 for t in tests) and "pip install" in tests[0]["setup"]
     for t in tests:
         nb = t["run"].split()[3]
         assert os.path.exists(os.path.join(ROOT, nb)) and nb.startswith("labs/")

@@ -114,6 +114,8 @@ CASES = {
     "tasks.kind_name": (tasks.kind_name, dict(kind=(2, 1, "-")), lambda r: isinstance(r, str)),
     "tasks.kind_problems": (tasks.kind_problems, dict(kind=(2, 1, "+"), n=3, seed=0, exclude=frozenset()),
                             lambda r: isinstance(r, list)),
+    "tasks.kind_sets": (tasks.kind_sets, dict(pool_n=2, eval_n=1, pool_seed=0, eval_seed=0),
+                        lambda r: len(r) == 2 and len(r[1]) == 18),
     "proposer.learnability": (proposer.learnability, dict(pass_rate=0.25, kind="azr"), lambda r: 0 <= r <= 1),
     "proposer.expected_learnability": (proposer.expected_learnability, dict(p=0.25, kind="azr", group_size=8),
                                        lambda r: 0 <= r <= 1),
@@ -342,6 +344,9 @@ BENCH = {"config": {"eval_n": 4}, "before": {"pass@1": 0.27},
                    "after": {"greedy": 0.3, "pass@1": 0.2, "pass@8": 0.5, "entropy": 0.6}, "answers": ["66", "1"]}
                   for c in ("true reward", "random, 1 update") for s in (0, 1)]}
 COUNTS = {("base", "test"): np.array([0, 4, 8]), ("GRPO", "test"): np.array([1, 8, 8])}
+GATE_PROBS, GATE_RATES = [0.5, 0.5] + [0.0] * 16, [0.5, 1.0] + [0.25] * 16   # 18 kinds: the proposer, the solver
+GATE_RUNS = {"proposer": {"probs": [[1, [1 / 18] * 18], [10, GATE_PROBS]],
+                          "by_length": [{"step": 0, "per_kind": [0.0] * 18}, {"step": 10, "per_kind": GATE_RATES}]}}
 ATTACK = {"id": "plain", "attack": "answers", "candidate": "def solve(x):\n    return x", "label": 1.0,
           "tests": [{"input": [1], "output": 1}]}
 TRACE = "8+6+0=14 7+5+1=13 4+3+1=8 >834"
@@ -536,6 +541,12 @@ CASES.update({
     "widgets.scaling_table": (widgets.scaling_table, dict(fits={"m": FIT}, budget=1000, measured_max={"m": 500},
                                                           flops_per_completion={"m": 2.0e8}),
                               lambda r: math.isfinite(r["m"]["accuracy"])),
+    "widgets.gate_rows": (widgets.gate_rows, dict(probs=GATE_PROBS, rates=GATE_RATES, band=(0.25, 0.75), group_size=8),
+                          lambda r: len(r) == 18 and all(0 <= x["in_band"] <= 1 and 0 <= x["no_spread"] <= 1
+                                                         for x in r)),
+    "widgets.gate_totals": (widgets.gate_totals, dict(probs=GATE_PROBS, rates=GATE_RATES, band=(0.25, 0.75),
+                                                      group_size=8),
+                            lambda r: 0 <= r["in_band"] <= 1 and 0 <= r["no_spread"] <= 1),
 })
 
 # heavier calls (a figure, a model's files, a sandboxed run, a fit on a fine grid): a few draws per argument
@@ -594,6 +605,11 @@ FEW = {
         fits={"m": FIT}, measured={"m": ([64, 500], [0.2, 0.3])}, default_model=None, default_budget=2048,
         flops_per_completion={"m": 2.0e8}),
         lambda r: r is not None),
+    "widgets.gate_view": (closing(widgets.gate_view), dict(runs=GATE_RUNS, arm="proposer", step=10, band=(0.25, 0.75),
+                                                           group_size=8),
+                          lambda r: len(r) == 2 and "keeps an expected" in r[1]),
+    "widgets.gate_explorer": (closing(widgets.gate_explorer), dict(runs=GATE_RUNS, default=None, group_size=8),
+                              lambda r: "keeps an expected" in r.children[2].value),
 }
 # a value that is right but too slow to try here: cases=None is the whole attack suite (tests/test_code_verifier.py)
 NOT_DRAWN = {("attacks.run_attacks", "cases"): (None,)}
@@ -1035,7 +1051,7 @@ EXEMPT = {
               *(f"utils.notebook.figures.{n}" for n in ("rlvr_loop", "verifier_zoo", "control_design",
                                                         "entropy_collapse", "pass_at_k_curves", "trace_rewards",
                                                         "dynamic_sampling", "data_parallel", "async_pipeline",
-                                                        "checker_grid"))),
+                                                        "checker_grid", "self_play_loop"))),
     **_exempt("StepRollout's own placing of verdicts on the batch it sampled, with the columns it built (its checks of "
               "steps_fn's answers: tests/test_rollout.py)", "utils.rl.rollout.token_verdicts"),
     **_exempt("train_grpo's own steps, on the policy, batch and config it has checked",

@@ -201,3 +201,15 @@ def test_fixed_solver_run_bad_input_is_named(kw, match):
     from utils.rl.proposer import fixed_solver_run
     with pytest.raises(ValueError, match=match):
         fixed_solver_run(**dict(dict(rates=[0.5, 0.2], steps=2), **kw))
+
+
+def test_kind_sets_are_disjoint_and_held_out():
+    from utils.tasks.arithmetic import kind_sets, load_split
+    pool, evals = kind_sets(pool_n=30, eval_n=5)
+    held = {p for s in ("test", "valid", "ood") for p in load_split(s)["prompt"]}
+    train = set(load_split("train")["prompt"])
+    assert len(evals) == 18 * 5 and len(pool) == 18 * 30
+    assert not {r["prompt"] for r in evals} & (held | train | {r["prompt"] for r in pool})
+    assert not {r["prompt"] for r in pool} & held
+    assert all(KINDS[r["kind"]] == (len(str(r["a"])), len(str(r["b"])), r["op"]) for r in pool + evals)
+    assert kind_sets(pool_n=30, eval_n=5) == (pool, evals)

@@ -415,3 +415,178 @@ def test_layer_rows_and_view_by_hand():
     assert ">right<" in box.children[1].value
     with pytest.raises(ValueError, match="pair up"):
         layer_rows([p["prompt"]], [p["answer"]] * 2, ["x"])
+
+
+# Lab 12's gate explorer, on synthetic runs in the format of benchmarks/results/lab12.json
+def lab12_probs(*weights):
+    """18 probabilities: `weights` on the first kinds, 0 on the rest."""
+    return list(weights) + [0.0] * (18 - len(weights))
+
+
+def lab12_rates(*first, rest=0.0):
+    return list(first) + [rest] * (18 - len(first))
+
+
+LAB12_RUNS = {
+    "proposer": {"probs": [[1, [1 / 18] * 18], [10, lab12_probs(0.5, 0.5)], [20, lab12_probs(0.25, 0.25, 0.5)]],
+                 "by_length": [{"step": 0, "per_kind": lab12_rates(0.5, 0.0)},
+                               {"step": 10, "per_kind": lab12_rates(0.5, 1.0, 0.25)}], "seed": 0},
+    "uniform": {"probs": [[1, [1 / 18] * 18], [20, [1 / 18] * 18]],
+                "by_length": [{"step": 20, "per_kind": lab12_rates(rest=0.5)},
+                              {"step": 0, "per_kind": lab12_rates(rest=0.0)}]},
+}
+
+
+def test_gate_rows_and_totals_by_hand():
+    from utils.notebook.widgets import gate_rows, gate_totals
+    from utils.rl.proposer import band_share
+    from utils.tasks.arithmetic import KINDS, kind_name
+
+    probs, rates = lab12_probs(0.5, 0.5), lab12_rates(0.5, 0.0, 1.0, 0.25)
+    rows = gate_rows(probs, rates)
+    assert [r["kind"] for r in rows] == [kind_name(k) for k in KINDS] and rows[0]["kind"] == "1+1 digits"
+    assert [r["prob"] for r in rows] == probs and [r["rate"] for r in rows] == rates
+    # by hand, G = 8 at rate 1/2: j = 2..6 right of 8 lies in [0.25, 0.75]: (28 + 56 + 70 + 56 + 28) / 256; all
+    # alike: 2 / 256. At rate 0 or 1 every group is all alike and outside the band
+    assert rows[0]["in_band"] == pytest.approx(238 / 256) and rows[0]["no_spread"] == pytest.approx(2 / 256)
+    assert (rows[1]["in_band"], rows[1]["no_spread"]) == (0.0, 1.0) == (rows[2]["in_band"], rows[2]["no_spread"])
+    assert [r["in_band"] for r in rows] == pytest.approx(list(band_share(rates, (0.25, 0.75), 8)))
+    # G = 4 at rate 1/4: j = 1..3 of 4 in the band: 1 - 0.75^4 - 0.25^4; all alike 0.75^4 + 0.25^4
+    row = gate_rows(probs, rates, group_size=4)[3]
+    assert row["in_band"] == pytest.approx(1 - 0.31640625 - 0.00390625) and row["no_spread"] == pytest.approx(
+        0.3203125)
+    assert gate_rows(probs, rates, band=(0.5, 0.5))[0]["in_band"] == pytest.approx(70 / 256)   # j = 4 only
+    assert all(r["in_band"] == pytest.approx(1) for r in gate_rows(probs, rates, band=(0, 1)))
+    # weighted by the proposer: half its groups at rate 1/2, half at rate 0
+    totals = gate_totals(probs, rates)
+    assert totals == pytest.approx({"in_band": 0.5 * 238 / 256, "no_spread": 0.5 * 2 / 256 + 0.5})
+    assert gate_totals([1 / 18] * 18, rates, band=(0, 1)) == pytest.approx({"in_band": 1.0, "no_spread": pytest.approx(
+        sum(r["no_spread"] for r in rows) / 18)})
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(probs=[1 / 17] * 17), "probs"), (dict(probs=lab12_probs(0.5, 0.4)), "probs"),
+    (dict(probs=lab12_probs(1.5, -0.5)), "probs"), (dict(probs="uniform"), "probs"),
+    (dict(rates=lab12_rates(rest=1.5)), "rates"), (dict(rates=lab12_rates(-0.1)), "rates"),
+    (dict(rates=[0.5] * 19), "rates"), (dict(rates=lab12_rates(float("nan"))), "rates"),
+    (dict(band=(0.75, 0.25)), "band"), (dict(band=(0.25, 1.5)), r"band\[1\]"), (dict(band=0.5), "band"),
+    (dict(band=(0.1, 0.2, 0.3)), "band"), (dict(group_size=0), "group_size"), (dict(group_size=8.0), "group_size"),
+])
+def test_gate_rows_bad_input_names_the_argument(kw, name):
+    from utils.notebook.widgets import gate_rows, gate_totals
+
+    good = dict(probs=lab12_probs(0.5, 0.5), rates=lab12_rates(0.5))
+    for fn in (gate_rows, gate_totals):
+        with pytest.raises(ValueError, match=name):
+            fn(**dict(good, **kw))
+
+
+def test_gate_view_draws_the_proposer_and_the_band():
+    """The bars are the stored probabilities; each bar's shade and gid its kind's in_band, from the latest by_length
+    reading at or before the step; the line gives gate_totals and states the approximation."""
+    import matplotlib.pyplot as plt
+
+    from utils.notebook.widgets import gate_rows, gate_totals, gate_view
+
+    for step, read_at, rates in ((10, 10, lab12_rates(0.5, 1.0, 0.25)), (20, 10, lab12_rates(0.5, 1.0, 0.25)),
+                                 (1, 0, lab12_rates(0.5, 0.0))):
+        probs = dict(LAB12_RUNS["proposer"]["probs"])[step]
+        fig, line = gate_view(LAB12_RUNS, "proposer", step, band=(0.25, 0.75))
+        ax = fig.axes[0]
+        assert [b.get_height() for b in ax.patches] == pytest.approx(probs)
+        rows = gate_rows(probs, rates)
+        assert [b.get_gid() for b in ax.patches] == [f"{r['kind']}|{r['rate']!r}|{r['in_band']!r}" for r in rows]
+        assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["1+1 digits (0.50)", f"1-1 digits ({rates[1]:.2f})"]
+        assert f"read at step {read_at}" in ax.get_xlabel() and "probability" in ax.get_ylabel()
+        assert f"proposer, step {step}" in ax.get_title() and "[0.25, 0.75]" in ax.get_title()
+        totals = gate_totals(probs, rates)
+        assert f"keeps an expected {totals['in_band']:.1%}" in line and f"{totals['no_spread']:.1%}" in line
+        assert "as hard as the kind's mean" in line and f"read at step {read_at}" in line
+        shade = {round(r["in_band"], 6): b.get_facecolor() for r, b in zip(rows, ax.patches)}
+        if step == 10:   # rates 1/2, 1 and 1/4 on the first three kinds: darker for more of the groups in the band
+            assert sum(shade[round(rows[0]["in_band"], 6)][:3]) < sum(shade[round(rows[2]["in_band"], 6)][:3]) < \
+                sum(shade[0.0][:3])
+        plt.close(fig)
+    # by hand: at step 10, half the groups at rate 1/2 (238/256 in the band), half at rate 1 (none, all alike)
+    _, line = gate_view(LAB12_RUNS, "proposer", 10)
+    assert f"keeps an expected {0.5 * 238 / 256:.1%}" in line and f"and {0.5 * 2 / 256 + 0.5:.1%} of them" in line
+    plt.close("all")
+    with pytest.raises(ValueError, match=r"step=15 must be one of the steps stored for 'proposer': \[1, 10, 20\]"):
+        gate_view(LAB12_RUNS, "proposer", 15)
+    with pytest.raises(ValueError, match="arm='nope' must be one of"):
+        gate_view(LAB12_RUNS, "nope", 1)
+
+
+def test_gate_explorer_widget():
+    from utils.notebook.widgets import gate_explorer, gate_totals
+
+    box = gate_explorer(LAB12_RUNS)
+    (arm, step, band), out, text = box.children[0].children, box.children[1], box.children[2]
+    assert isinstance(arm, w.Dropdown) and isinstance(step, w.SelectionSlider) and isinstance(out, w.Output)
+    assert isinstance(band, w.FloatRangeSlider) and isinstance(text, w.HTML)
+    assert (band.min, band.max, band.step, band.value) == (0.0, 1.0, 0.125, (0.25, 0.75))
+    assert arm.options == ("proposer", "uniform") and arm.value == "proposer"
+    assert step.options == (1, 10, 20) and step.value == 20
+
+    def shown(probs, rates, b=(0.25, 0.75)):
+        t = gate_totals(probs, rates, b)
+        return f"keeps an expected {t['in_band']:.1%}" in text.value and f"and {t['no_spread']:.1%} of" in text.value
+
+    assert shown(lab12_probs(0.25, 0.25, 0.5), lab12_rates(0.5, 1.0, 0.25))
+    assert "as hard as the kind&#x27;s mean" in text.value
+    step.value = 1
+    assert shown([1 / 18] * 18, lab12_rates(0.5, 0.0)) and "read at step 0" in text.value
+    band.value = (0.0, 1.0)    # every group is in [0, 1]
+    assert "keeps an expected 100.0%" in text.value and "the band [0, 1]" in text.value
+    band.value = (0.5, 0.5)
+    assert shown([1 / 18] * 18, lab12_rates(0.5, 0.0), (0.5, 0.5))
+    # the step slider follows the arm's steps, and keeps the step when the new arm has it
+    arm.value = "uniform"
+    assert step.options == (1, 20) and step.value == 1 and "read at step 0" in text.value
+    step.value = 20            # by_length is read in step order, whatever order it is stored in
+    assert shown([1 / 18] * 18, lab12_rates(rest=0.5), (0.5, 0.5)) and "read at step 20" in text.value
+    arm.value = "proposer"
+    assert step.value == 20
+    step.value = 10
+    arm.value = "uniform"      # no step 10 there: the last
+    assert step.value == 20
+    assert gate_explorer(LAB12_RUNS, default="uniform").children[0].children[0].value == "uniform"
+
+
+@pytest.mark.parametrize("runs, match", [
+    ({}, "runs must be a dict"), ([], "runs must be a dict"),
+    ({"a": {"probs": []}}, r"runs\['a'\] must be a run dict"),
+    ({"a": dict(LAB12_RUNS["uniform"], probs=[[1, [0.5] * 18]])}, r"runs\['a'\]\['probs'\]\[0\]\[1\] must hold"),
+    ({"a": dict(LAB12_RUNS["uniform"], probs=[[1, [1 / 18] * 18], [1, [1 / 18] * 18]])}, "step 1 twice"),
+    ({"a": dict(LAB12_RUNS["uniform"], probs=[(1,)])}, r"runs\['a'\]\['probs'\]\[0\] must be \[step"),
+    ({"a": dict(LAB12_RUNS["uniform"], by_length=[{"step": 0}])}, r"\['by_length'\]\[0\] must be a dict with"),
+    ({"a": dict(LAB12_RUNS["uniform"], by_length=[{"step": 0, "per_kind": [2] * 18}])},
+     r"\['by_length'\]\[0\]\['per_kind'\] must hold"),
+    ({"a": dict(LAB12_RUNS["uniform"], by_length=[{"step": 5, "per_kind": [0.5] * 18}])},
+     "no 'by_length' reading at or before it"),
+])
+def test_gate_explorer_bad_runs(runs, match):
+    from utils.notebook.widgets import gate_explorer
+
+    with pytest.raises(ValueError, match=match):
+        gate_explorer(runs)
+
+
+def test_gate_explorer_on_the_stored_benchmark():
+    """The notebook's call: seed 0's proposer and self-play arms that stored the proposer's probabilities."""
+    import json
+
+    from utils import ROOT
+    from utils.notebook.widgets import gate_explorer
+
+    with open(f"{ROOT}/benchmarks/results/lab12.json") as f:
+        bench = json.load(f)
+    runs = {r["condition"]: r for part in ("proposer", "selfplay") for r in bench[part]["runs"]
+            if r["seed"] == 0 and "probs" in r}
+    box = gate_explorer(runs, default="proposer (learnability)")
+    (arm, step, band), text = box.children[0].children, box.children[2]
+    assert step.options[0] == 1 and step.value == 200 and len(arm.options) == len(runs) >= 2
+    assert arm.value == "proposer (learnability)" and band.value == (0.25, 0.75)
+    assert "the band [0.25, 0.75] keeps an expected" in text.value
+    with pytest.raises(ValueError, match="default='nope' must be None or one of"):
+        gate_explorer(runs, default="nope")

@@ -15,6 +15,9 @@ that every number a figure shows is computed by the function the lab teaches and
                                policy wrote each batch (StaleRollout's rule) and the time a step takes (step_seconds)
     checker_grid       Lab 11  what each of the program task's checkers, weak to strong, pays a right body, a table
                                of the shown values and two hacks (ProgramChecker: every body run behind the wall)
+    self_play_loop     Lab 12  the self-play loop: a proposer chooses the problem, a checker (Python's verifier or the
+                               solver's majority vote) pays the solver's group, the group's pass rate pays the
+                               proposer; and what that pay is worth against the pass rate (expected_learnability)
 
 Each function returns its matplotlib Figure, with a title (a notebook calls it as `rlvr_loop();`). matplotlib
 only: patches, arrows and text; nothing is written to disk.
@@ -28,12 +31,14 @@ from utils.eval.control import CONTROL_HARMFUL, NEUTRAL, NOT_ONLY_VERIFIER, THRE
 from utils.eval.health import token_entropy
 from utils.eval.metrics import pass_at_k
 from utils.rl.grpo import GRPOConfig, group_advantages
+from utils.rl.proposer import expected_learnability, learnability
 from utils.rl.rollout import fill_batch
 from utils.rl.staleness import step_seconds
 from utils.rl.trl_trainer import check_split
 from utils.tasks.scratchpad import format_trace, steps_for
 from utils.verifiers import traces
 from utils.verifiers.arithmetic import ZOO, load_arithmetic_suite, strict_reward
+from utils.verifiers.label_free import majority_vote_reward
 from utils.verifiers.spurious import random_reward
 
 GREEN, RED, GREY, BLUE = "#2e7d32", "#c62828", "#bdbdbd", "#e3ecf7"
@@ -378,5 +383,83 @@ def checker_grid(a=6, b=57, bodies=GRID_BODIES):
     ax.set_title(f"Lab 11: what each checker pays, {format_prompt(a, b)} (hidden tests: x = 2..9)", fontsize=10)
     for side in ax.spines.values():
         side.set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+SELF_PLAY_GROUP = ("9", "11", "9", "19", "1", "9", "8", "11")  # a group of G = 8 completions of 47-38= (answer 9)
+SELF_PLAY_CHECKERS = {"verifier": "Python's verifier", "majority": "the solver's majority vote"}
+
+
+def self_play_loop(completions=SELF_PLAY_GROUP, prompt="47-38=", answer="9", checker="verifier"):
+    """Lab 12. Left: the self-play loop: the proposer chooses a kind of problem -> a problem -> the solver samples
+    G completions -> a checker (Python's verifier, strict_reward, or the solver's majority vote,
+    majority_vote_reward: `checker`) -> rewards -> (a) the solver's group advantages (group_advantages: its GRPO
+    update) and (b) the group's pass rate p -> learnability(p) (AZR's and R-Zero's) -> the proposer's update.
+    Right: what the proposer is paid on average for a kind the solver passes at rate p, over a group of G = 8
+    (expected_learnability, AZR's and R-Zero's, solid) against the pay for a pass rate of exactly p (learnability,
+    dashed), with AZR's peak marked: near p = 0.26, well below the near 1 that 1 - p pays a problem hardly ever
+    solved. Each line's gid names it ("azr|expected", "azr|per group", ...; the peak "azr|peak")."""
+    G = len(completions)
+    if not isinstance(checker, str) or checker not in SELF_PLAY_CHECKERS:
+        raise ValueError(f"self_play_loop: checker must be one of {list(SELF_PLAY_CHECKERS)}, got {checker!r}")
+    if checker == "verifier":
+        rewards = torch.tensor(strict_reward(list(completions), [answer] * G))                  # [G]
+    else:
+        rewards = torch.tensor(majority_vote_reward(list(completions), problem=[prompt] * G))    # [G]
+    adv = group_advantages(rewards, G)                                                           # [G]
+    p = float((rewards >= 1).float().mean())                                                     # the pass rate
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1.45, 1]})
+    _frame(ax)
+    short = lambda xs: ", ".join(xs[:4]) + ", ..."  # noqa: E731
+    top = [(0.08, "proposer\n(a softmax over\n18 kinds)"), (0.31, f"a problem\n{prompt}"),
+           (0.57, f"solver samples\nG = {G} completions\n{short(list(completions))}"),
+           (0.87, f"checker:\n{SELF_PLAY_CHECKERS['verifier']}\nor {SELF_PLAY_CHECKERS['majority']}")]
+    boxes = [_box(ax, x, 0.8, t) for x, t in top]
+    rewards_box = _box(ax, 0.87, 0.45, f"rewards\n{short([f'{r:.0f}' for r in rewards.tolist()])}",
+                       gid="rewards|" + " ".join(f"{r:.0f}" for r in rewards.tolist()))
+    adv_box = _box(ax, 0.57, 0.45, f"(a) the solver's group advantages\n{short([f'{a:+.2f}' for a in adv.tolist()])}"
+                                   f"\n-> its GRPO update")
+    rate_box = _box(ax, 0.87, 0.1, f"(b) the group's pass rate\np = {int(round(p * G))}/{G} = {p:.3f}")
+    pay = {kind: learnability(p, kind) for kind in ("azr", "rzero")}
+    pay_box = _box(ax, 0.08, 0.1, f"learnability(p): the\nproposer's pay (REINFORCE)\nAZR {pay['azr']:.3f}, "
+                                  f"R-Zero {pay['rzero']:.3f}", gid=f"pay|{p!r}|{pay['azr']!r}|{pay['rzero']!r}")
+    for a, b in zip(boxes, boxes[1:]):
+        _link(ax, a, b)
+    _link(ax, boxes[3], rewards_box, "down")
+    _link(ax, rewards_box, adv_box, "left")
+    _link(ax, adv_box, boxes[2], "up")
+    _link(ax, rewards_box, rate_box, "down")
+    _link(ax, rate_box, pay_box, "left")
+    _link(ax, pay_box, boxes[0], "up")
+    ax.text(0.47, 0.15, "the proposer sees kinds and pass rates, never the answers", ha="center", fontsize=8,
+            style="italic")
+    ax.set_title(f"The self-play loop: one problem, one group of G = {G} (the checker here: "
+                 f"{SELF_PLAY_CHECKERS[checker]})")
+    ps = np.linspace(0, 1, 201)                                                                  # [201] pass rates
+    inner = ps[1:-1]
+    colors = {"azr": "#1565c0", "rzero": "#ef6c00"}
+    names = {"azr": "AZR", "rzero": "R-Zero"}
+    for kind, color in colors.items():
+        bx.plot(ps, expected_learnability(ps, kind, 8), color=color, lw=2.2, gid=f"{kind}|expected",
+                label=f"{names[kind]}, mean over G = 8")
+        xs = inner if kind == "azr" else ps   # AZR's pay jumps to 0 at p = 0 and p = 1: the end points apart
+        bx.plot(xs, [learnability(float(x), kind) for x in xs], color=color, ls="--", lw=1.2, gid=f"{kind}|per group",
+                label=f"{names[kind]}, at pass rate p")
+    bx.plot([0, 1], [learnability(0.0, "azr"), learnability(1.0, "azr")], "o", color=colors["azr"], ms=4,
+            gid="azr|ends")
+    fine = np.linspace(0, 1, 1001)
+    mean = expected_learnability(fine, "azr", 8)
+    at = float(fine[int(np.argmax(mean))])
+    bx.plot([at], [float(mean.max())], "*", color=colors["azr"], ms=13, gid="azr|peak")
+    bx.annotate(f"AZR's mean peaks at p = {at:.2f}\n(it pays {mean.max():.2f} there)", (at, float(mean.max())),
+                xytext=(0.2, 0.1), fontsize=8, arrowprops=dict(arrowstyle="->", color="#333"))
+    bx.set(xlim=(0, 1), ylim=(0, 1.38))
+    bx.set_xlabel("the solver's pass rate p on a kind (share of a group right, 0-1)")
+    bx.set_ylabel("learnability: the proposer's pay (0-1)")
+    bx.set_title("What a kind pays the proposer (expected_learnability, G = 8)")
+    bx.legend(fontsize=7, loc="upper center", ncol=2)
+    fig.suptitle("Lab 12: who writes the problems, and who checks the answers: the proposer is paid by how learnable "
+                 "its problems are")
     fig.tight_layout()
     return fig

@@ -358,6 +358,36 @@ QUESTIONS = {
              "model alone."),
         ]),
     ],
+    "12": [
+        ("A run paid by the policy's own majority vote: agreement climbs from 0.40 to 0.90 and entropy falls. What "
+         "does that say about the truth?", [
+            ("nothing by itself", "Agreement is what the vote pays for, so it climbs whether the labels are right or "
+             "wrong: the collapsed runs reached 0.87-0.95 with the truth near 0.02. Only a check it is not trained on "
+             "(a few gold labels) can tell."),
+            ("the model found the answers", "A model can agree with itself on a wrong answer: at lr 1e-4 the vote "
+             "ended writing `111` and `-11` to most prompts, everyone agreeing and almost all wrong."),
+            ("the run has collapsed", "High agreement is not proof of collapse either: grounded labels raise it too "
+             "(0.40 to 0.55 under the verifier). Agreement cannot tell right from wrong in either direction."),
+        ]),
+        ("A kind of problem: half of its problems the solver always solves, half it never does (mean pass rate "
+         "0.5). What does Absolute Zero's reward pay, on average, for a group of 8 on it?", [
+            ("almost nothing", "Every group is 8 of 8 or 0 of 8, and a group with no spread pays 0: the mean rate "
+             "hides that no single problem splits its group. A proposer reads problems, not averages."),
+            ("0.5, which is 1 - 0.5", "1 - p is paid for a group's own pass rate, when 0 < p < 1; here no group has "
+             "such a rate, so each pays 0 however the kind's mean looks."),
+            ("its largest, as p = 0.5 is most uncertain", "That is R-Zero's reading of one problem at p = 1/2; here "
+             "no problem is uncertain, so no group splits and neither reward pays."),
+        ]),
+        ("Gold labels on 1 prompt in 8, the policy's majority vote on the rest, at a learning rate where the vote "
+         "alone collapses. What happened on the toy?", [
+            ("the votes undid the gold labels", "Gold only (the same prompts, nothing paid elsewhere) ended at "
+             "0.32 on every seed; with the votes beside it 0.05-0.20. Only at lr 1e-5 did the votes add a little."),
+            ("the gold labels held the votes up", "They held it above the vote alone (0.05-0.20 against about "
+             "0.02), but far below gold labels used alone: seven prompts in eight pulled the other way."),
+            ("the two added up to more signal", "They added only at lr 1e-5 (+0.01 to +0.03); at lr 1e-4 the votes "
+             "collapsed the policy and took the gold prompts with it."),
+        ]),
+    ],
 }
 # The order of a question's options: random.Random(f"{SEED} {lab}.{i}"). This seed was picked once, among the first
 # 200 tried, because it spreads the right answers evenly over the positions (11 first, 11 second, 11 third) and no

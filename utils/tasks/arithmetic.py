@@ -106,6 +106,28 @@ def kind_problems(kind, n, seed=0, exclude=frozenset()):
 
 
 
+def kind_sets(pool_n=3000, eval_n=40, pool_seed=1212, eval_seed=3434):
+    """Lab 12's problems by kind: (pool, evals), lists of kind_problems rows with their "kind" index into KINDS.
+    evals: eval_n problems of each kind (drawn first, with seed eval_seed + k: the smallest kinds cannot fill both),
+    none a prompt of the test, valid, ood or train split (the base model saw the train split in pre-training);
+    pool: up to pool_n more of each kind (seed pool_seed + k) to train on, none a held-out split's or an eval
+    row's prompt (it may hold train prompts)."""
+    where = "kind_sets"
+    pool_n = checks.number(where, "pool_n", pool_n, lo=0, hi=1_000_000, integer=True)
+    eval_n = checks.number(where, "eval_n", eval_n, lo=0, hi=1_000_000, integer=True)
+    held = {p for s in ("test", "valid", "ood") for p in load_split(s)["prompt"]}
+    train = set(load_split("train")["prompt"])
+    pool, evals = [], []
+    for k, kind in enumerate(KINDS):
+        ev = kind_problems(kind, eval_n, seed=checks.number(where, "eval_seed", eval_seed, lo=0, integer=True) + k,
+                           exclude=held | train)
+        evals += [dict(r, kind=k) for r in ev]
+        rows = kind_problems(kind, pool_n, seed=checks.number(where, "pool_seed", pool_seed, lo=0, integer=True) + k,
+                             exclude=held | {r["prompt"] for r in ev})
+        pool += [dict(r, kind=k) for r in rows]
+    return pool, evals
+
+
 def make_splits(seed=SPLITS_SEED, sizes=None):
     """All four splits as {name: [problem, ...]}, disjoint by prompt. Deterministic in seed."""
     seed = checks.number("make_splits", "seed", seed, lo=0, integer=True)

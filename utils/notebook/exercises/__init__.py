@@ -1,5 +1,5 @@
 """Exercise checks, one module per lab: labNN.py holds Lab NN's checks, their worked cases and private helpers
-(lab01 ... lab11); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
+(lab01 ... lab12); common.py holds ExerciseError and the comparison helpers every lab shares. Every name is
 re-exported here, so `from utils.notebook.exercises import check_...` works whichever module holds it.
 
 Each check runs the learner's function on small worked cases and returns the function to use for the rest of
@@ -54,6 +54,7 @@ from utils.notebook.exercises.lab11 import (
     check_false_positive_rate,
     check_obeys_rules,
 )
+from utils.notebook.exercises.lab12 import LEARN_CASES, MAJORITY_CASES, check_learnability, check_majority_label
 
 __all__ = [
     "ExerciseError", "GRADED_ENV", "STUDENT_ENV", "graded_verdict", "passes",
@@ -68,4 +69,5 @@ __all__ = [
     "VERIFIED_CASES", "check_verified_pairs", "EPISODE_CASES", "check_episode_tensors",
     "IS_CASES", "check_importance_weights", "check_cispo_token_loss",
     "FPR_CASES", "check_false_positive_rate", "RULE_CASES", "check_obeys_rules", "SHIFT_CASES", "check_answer_shift",
+    "MAJORITY_CASES", "check_majority_label", "LEARN_CASES", "check_learnability",
 ]

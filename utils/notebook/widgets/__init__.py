@@ -1,5 +1,5 @@
 """Widgets for live demos, one module per lab, as the exercise checks are: labNN.py holds Lab NN's widgets and the
-rows and views they show (lab01 ... lab11; Lab 08 has none); common.py holds the checks of a widget's arguments and
+rows and views they show (lab01 ... lab12; Lab 08 has none); common.py holds the checks of a widget's arguments and
 the typed-problem parsers. Every name is re-exported here, so `from utils.notebook.widgets import compare_models`
 works whichever module holds it. Each widget returns the ipywidgets box to display as a cell's last line; its rows
 and views (answer_table, control_view, ...) are plain functions that need no widget."""
@@ -15,6 +15,7 @@ from utils.notebook.widgets.lab07 import scaling_explorer, scaling_table
 from utils.notebook.widgets.lab09 import episode_rows, episode_stepper, episode_view
 from utils.notebook.widgets.lab10 import ratio_explorer, ratio_view
 from utils.notebook.widgets.lab11 import layer_rows, layers_view, reward_layers_explorer
+from utils.notebook.widgets.lab12 import gate_explorer, gate_rows, gate_totals, gate_view
 
 __all__ = [
     "parse_problem",
@@ -28,4 +29,5 @@ __all__ = [
     "episode_rows", "episode_view", "episode_stepper",
     "ratio_view", "ratio_explorer",
     "layer_rows", "layers_view", "reward_layers_explorer",
+    "gate_rows", "gate_totals", "gate_view", "gate_explorer",
 ]
