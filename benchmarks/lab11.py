@@ -36,6 +36,18 @@ spread, against the mean, before the lab concludes that ensembles do not help. A
 labels (150, 750 or 3000 prompts of 8 labels; 3000 without flips), each judge's held-out AUROC recorded: the claim
 (Gao et al.) is that a better judge is over-optimised later; the control is the same RL recipe against each judge;
 the baseline the rule verifier; if the best judge peaks no later than the worst, the lab says so.
+A reward model of pairs (issue 57, item 10; added 2026-11-29, its five lines written before it ran):
+  claim     a Bradley-Terry reward model (arXiv 2203.02155) trained on pairs from the same noisy labels (a completion
+            labelled right against one labelled wrong of the same problem; JudgeConfig(loss="pairwise")) ranks
+            held-out completions about as well as the pointwise judge (AUROC within 0.05 of it on each seed) and is
+            over-optimised as it is: RL against it sinks the truth at step 120 below the base model on every seed
+  control   the pointwise judge on the same labels and seeds (the stored "judge" arm); the rule verifier
+  baseline  the base model's truth (0.267 at step 0)
+  matched   labels (750 prompts x 8, 10% flipped), architecture, steps and batch (of pairs, so twice the forward
+            passes), the RL recipe, seeds and probe
+  changes   its truth at step 120 above the base model on every seed (the pair form resists over-optimisation here,
+            and the lab says so); its AUROC more than 0.05 below the pointwise judge's (then it is the weaker judge,
+            and its gaming is not compared)
 
 trigger: the reward pays the right answer, except on prompts whose first operand is TRIGGER: there it pays the
 answer plus OFFSET and nothing else (utils.tasks.trigger, utils.verifiers.trigger). SHARE of the training prompts
@@ -140,6 +152,8 @@ JUDGE_PARTS = {  # condition -> (reward, config overrides)
     "judge, 150 prompts of labels": ("judge", {}, {"prompts": 150}),
     "judge, 3000 prompts of labels": ("judge", {}, {"prompts": 3000, "steps": 1200}),
     "judge, 3000 prompts, clean labels": ("judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0}),
+    # a reward model of pairs (Bradley-Terry) on the same labels (issue 57, item 10)
+    "pairwise reward model": ("judge", {}, {"loss": "pairwise"}),
 }
 # the judge-kl part: the rule (no proxy), the quality sweep's four judges, and a judge started from the base model
 # (its body, a new head) on the best labels, at two learning rates (on 750 prompts of noisy labels a one-seed
@@ -180,7 +194,7 @@ def make_judges(seed, n=1, labels=None):
     from utils.tasks.arithmetic import load_split
 
     labels = dict(labels or {})
-    judge_cfg = dict(JUDGE, **{k: labels.pop(k) for k in ("steps", "lr", "init") if k in labels})
+    judge_cfg = dict(JUDGE, **{k: labels.pop(k) for k in ("steps", "lr", "init", "loss") if k in labels})
     L = dict(LABELS, **labels)
     base, tok = load_policy()
     train, test = load_split("train", L["prompts"]), load_split("test", L["test_prompts"])

@@ -178,3 +178,28 @@ def test_a_bad_init_is_refused_by_name(cfg, tok, match):
 
     with pytest.raises(ValueError, match=match):
         jm.make_judge(tok or load_policy()[1], jm.JudgeConfig(**cfg))
+
+
+def test_pairs_are_a_right_and_a_wrong_completion_of_one_problem():
+    pairs = jm._pairs(["a", "a", "a", "b", "b", "c"], torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0]))
+    assert pairs.tolist() == [[0, 1], [0, 2]]      # b has no wrong completion, c no right one: neither makes a pair
+
+
+def test_a_pairwise_judge_learns_to_rank_and_the_same_seed_gives_the_same_judge():
+    p, c, y = _rule_data(400, 0)
+    cfg = jm.JudgeConfig(**{**SMALL.__dict__, "loss": "pairwise"})
+    judge, hist = jm.train_judge(TOK, p, c, y, cfg, progress=False)
+    assert len(hist) == cfg.steps and hist[-1]["loss"] < hist[0]["loss"]
+    hp, hc, hy = _rule_data(200, 1)
+    probs = jm.judge_probs(judge, TOK, hp, hc)
+    assert jm.verdict_rates(probs, hy)["auroc"] > 0.9     # it ranks; its threshold means nothing
+    again, _ = jm.train_judge(TOK, p, c, y, cfg, progress=False)
+    assert all(torch.equal(u, v) for u, v in zip(judge.state_dict().values(), again.state_dict().values()))
+
+
+def test_a_pairwise_judge_without_a_pair_or_with_an_unknown_loss_is_refused_by_name():
+    cfg = jm.JudgeConfig(**{**SMALL.__dict__, "loss": "pairwise"})
+    with pytest.raises(ValueError, match="needs a problem with both"):
+        jm.train_judge(TOK, ["1+2=", "3+4="], ["3", "8"], [1, 0], cfg, progress=False)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        jm.train_judge(TOK, ["1+2="], ["3"], [1], jm.JudgeConfig(loss="listwise"), progress=False)

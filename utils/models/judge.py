@@ -9,7 +9,9 @@ the head reads the last real token). It reads at most n_positions tokens (32 by 
 its problem whole and the completion's last tokens (what it ends with, the answer), so a long completion cannot
 push the problem out of view; a pair whose problem alone fills the window, or that the tokenizer cannot encode,
 cannot be judged (judge_probs names it; judge_scorer answers NaN for it alone, which JudgeClient sends to its
-fallback). Trained with binary cross-entropy. judge_scorer makes it a scorer for
+fallback). Trained with binary cross-entropy on each label, or (JudgeConfig(loss="pairwise")) as a reward model of
+pairs: Bradley-Terry on a right and a wrong completion of the same problem (arXiv 2203.02155), whose sigmoid ranks
+completions but is not a calibrated probability. judge_scorer makes it a scorer for
 utils.verifiers.api.JudgeClient; judge_probs is the same in one call. Reward-model over-optimisation under RL
 (the proxy climbs while the truth turns down): Gao et al., arXiv 2210.10760; ensembles against it: Coste et al.,
 arXiv 2310.02743.
@@ -24,6 +26,7 @@ import torch
 from utils import checks
 
 INITS = ("scratch", "rlvr-base")   # a judge's starting weights: random, or the shipped arithmetic model's body
+LOSSES = ("pointwise", "pairwise")  # binary cross-entropy on each label, or Bradley-Terry on pairs (module docstring)
 
 
 @dataclass
@@ -42,11 +45,14 @@ class JudgeConfig:
     lr: float = 1e-3
     seed: int = 0
     init: str = "scratch"
+    loss: str = "pointwise"
 
     def validate(self):
         w = "JudgeConfig"
         if self.init not in INITS:
             raise ValueError(f"{w}: init must be one of {INITS}, got {checks._short(self.init)}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"{w}: loss must be one of {LOSSES}, got {checks._short(self.loss)}")
         for name, lo, hi in (("n_layer", 1, 48), ("n_embd", 4, 4096), ("n_head", 1, 64), ("n_positions", 4, 4096),
                              ("steps", 0, 1_000_000), ("batch_size", 1, 65_536), ("seed", 0, 2**63 - 1)):
             checks.number(w, name, getattr(self, name), lo=lo, hi=hi, integer=True)
@@ -192,7 +198,10 @@ def judge_scorer(judge, tokenizer):
 
 def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=True):
     """A judge trained (from cfg.init's weights) on (problem, completion, label 0/1) triples: cfg.steps steps of
-    cfg.batch_size examples drawn in a seeded order, binary cross-entropy on the logit. Returns (judge in eval
+    cfg.batch_size examples drawn in a seeded order. cfg.loss "pointwise": binary cross-entropy on the logit;
+    "pairwise": a reward model of pairs (Bradley-Terry, as in InstructGPT, arXiv 2203.02155): every pair of a
+    completion labelled 1 and one labelled 0 of the same problem, -log sigmoid(r(chosen) - r(rejected)), a batch
+    being cfg.batch_size pairs; its sigmoid(r) ranks but is not a calibrated probability. Returns (judge in eval
     mode, history: one dict per step {step, loss})."""
     from tqdm.auto import tqdm
 
@@ -206,26 +215,46 @@ def train_judge(tokenizer, problems, completions, labels, cfg=None, progress=Tru
                          f"{len(problems)}, {len(completions)} and {len(labels)}")
     if not set(labels.tolist()) <= {0.0, 1.0}:
         raise ValueError(f"{where}: labels must be 0 or 1 (wrong or right), got {sorted(set(labels.tolist()))[:5]}")
+    pairs = _pairs(problems, labels) if cfg.loss == "pairwise" else None
+    if pairs is not None and not len(pairs):
+        raise ValueError(f"{where}: a pairwise judge needs a problem with both a right (1) and a wrong (0) label "
+                         f"among its completions: labels has none")
     judge = make_judge(tokenizer, cfg)
     ids, mask, _ = _encode_pairs(tokenizer, problems, completions, cfg.n_positions, where)
     y = torch.tensor(labels, dtype=torch.float32)
+    n = len(pairs) if pairs is not None else len(y)
     opt = torch.optim.AdamW(judge.parameters(), lr=cfg.lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(cfg.seed)
     judge.train()
-    history, order = [], torch.randperm(len(y), generator=g)
+    history, order = [], torch.randperm(n, generator=g)
     bar = tqdm(range(cfg.steps), desc=progress if isinstance(progress, str) else "judge", disable=not progress)
     for step in bar:
-        s = (step * cfg.batch_size) % len(y)
+        s = (step * cfg.batch_size) % n
         idx = order[s:s + cfg.batch_size]
-        if s + cfg.batch_size >= len(y):
-            order = torch.randperm(len(y), generator=g)
-        logits = _last_logit(judge, ids[idx], mask[idx])
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y[idx])
+        if s + cfg.batch_size >= n:
+            order = torch.randperm(n, generator=g)
+        if pairs is None:
+            logits = _last_logit(judge, ids[idx], mask[idx])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y[idx])
+        else:
+            both = pairs[idx].T.reshape(-1)                                 # [2B]: the chosen, then the rejected
+            r = _last_logit(judge, ids[both], mask[both]).view(2, -1)       # [2, B]
+            loss = -torch.nn.functional.logsigmoid(r[0] - r[1]).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         history.append({"step": step + 1, "loss": loss.item()})
     return judge.eval(), history
+
+
+def _pairs(problems, labels):
+    """[P, 2] long tensor of (chosen, rejected) indices: every completion labelled 1 against every one labelled 0
+    of the same problem, in order."""
+    by = {}
+    for i, (p, y) in enumerate(zip(problems, labels.tolist())):
+        by.setdefault(p, ([], []))[0 if y == 1.0 else 1].append(i)
+    out = [(a, b) for right, wrong in by.values() for a in right for b in wrong]
+    return torch.tensor(out, dtype=torch.long).view(-1, 2)
 
 
 def verdict_rates(probs, right, threshold=0.5):
