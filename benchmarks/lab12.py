@@ -41,6 +41,12 @@ without std scaling before explaining a collapse):
   matched   recipe (but scale_std=False), prompts, seeds, probe
   changes   no collapse on any seed: then the scaling was the driver and the lab says so; a collapse on some seeds
             only: the lab says the scaling speeds it
+After the lab's review (2026-11-29), the fifth five lines, written before it ran:
+  claim     the +0.012 to +0.026 of gold + vote over the vote alone at lr 1e-5 says the gold labels add to the votes;
+            whether the votes add to the gold labels needs gold only at lr 1e-5: gold + vote above it on every seed
+  control   gold only, lr 1e-5 (the same 1 prompt in 8 paid by the verifier, nothing elsewhere)
+  matched   recipe at lr 1e-5, prompts, seeds, probe
+  changes   gold + vote not above gold only on every seed: the lab says the votes did not add to the gold labels
 Every 20 steps (and at step 0), on PROBE_N test prompts with K samples each (seeded as the run): the truth
 (mean strict pass@1), agreement (the share of samples that give their prompt's majority label; 0 where there is
 none), the share of prompts with no label (a tie), and the label's accuracy (the share of prompts whose majority
@@ -90,6 +96,16 @@ Five lines, written before it ran:
             kind; its proposer settled on one kind (2-2 digits, 78-91% of its draws) and so trained on those 300
             problems about 18 times each, while the seed set holds 6,000. The pool now holds up to 3,000 a kind.
 
+After the lab's review, the proposer's third five lines, written before it ran:
+  claim     Absolute Zero's proposer went to 2-2 digits because the solver learned 2+2 (1 - p pays less for it as p
+            rises): against a solver that does not learn (lr FROZEN_LR, the same pool and groups), it settles
+            elsewhere: its largest kind at step 200 is not 2-2 digits on every seed (utils.rl.proposer's
+            fixed_solver_run, on the base model's per-problem rates, predicts 2+2)
+  control   the stored proposer with a learning solver (lr 1e-4)
+  matched   pool, proposer lr, reward, batch, seeds
+  changes   2-2 digits its largest kind on some seed: then the move to 2-2 is not (only) the solver's learning, and
+            the lab says the proposer chose 2-2 from the start
+
 selfplay (issue 62, item 3): the proposer part's recipe at lr 1e-5, the problems' rewards from Python (the strict
 verifier) or from the solver's majority vote (majority_vote_reward), and a band gate (ProposerRollout's band: a
 group whose pass rate, here its agreement with its own label, is outside [0.25, 0.75] trains nothing). Five lines,
@@ -102,6 +118,11 @@ written before it ran:
   matched   lr 1e-5, 200 steps, recipe, pool, evaluation, seeds
   changes   the majority-labelled proposer not below the Python-labelled one on every seed; the gated one not above
             the ungated one on every seed
+  second five lines (after the lab's review, before it ran): uniform kinds with Python's labels at lr 1e-5, beside
+            uniform kinds with majority labels (stored): who checks, at the same mix. claim: Python's labels above
+            the vote's on every seed at uniform kinds too, by less than between the two proposers (0.116-0.150);
+            changes: not above on every seed (then at an equal mix the vote costs nothing here), or by as much as
+            between the proposers (then the mix explains none of that gap)
 
 Writes benchmarks/results/lab12.json (one entry per part) and prints a table.
 """
@@ -131,6 +152,8 @@ LABEL_PARTS = {"strict": "strict", "majority vote": "majority", "majority vote, 
                "random reward (rate-matched), lr 1e-5": "random",
                "majority vote, gold on 1 prompt in 8, lr 1e-5": "gold",
                "gold only (strict on 1 prompt in 8, nothing elsewhere)": "gold_only",
+               # added after the lab's review (the fifth five lines below)
+               "gold only, lr 1e-5": "gold_only",
                "majority vote on prompts whose base majority is right": "easy",
                # added while writing the lab (the fourth five lines below)
                "majority vote, no std scaling": "majority"}
@@ -236,10 +259,13 @@ def labels_run(condition, seed, steps):
 POOL_N, EVAL_N, POOL_SEED, EVAL_SEED = 3000, 40, 1212, 3434
 PROPOSER_LR = 1.0            # fixed before the runs
 SWEET = (0.3, 0.7)           # Lab 07's band
+FROZEN_LR = 1e-30            # "frozen solver": a learning rate at which AdamW's steps do not move a float32 weight
 PROPOSER_PARTS = {"seed set (train split)": "seed", "uniform kinds": "uniform", "curriculum (sweet-spot kinds)":
                   "curriculum", "proposer (learnability)": "proposer", "proposer + seed set (half each)": "anchored",
                   # added after a researcher's review (the proposer's second five lines)
-                  "proposer (R-Zero's reward)": "proposer", "proposer (lr 0.3)": "proposer"}
+                  "proposer (R-Zero's reward)": "proposer", "proposer (lr 0.3)": "proposer",
+                  # added after the lab's review (the proposer's third five lines): the solver does not learn
+                  "proposer, frozen solver": "proposer"}
 LENGTHS = {"1-2 digits": lambda k: max(k[0], k[1]) <= 2, "one 3-digit operand": lambda k: (k[0] == 3) != (k[1] == 3),
            "3+3 digits": lambda k: k[0] == 3 and k[1] == 3}
 
@@ -317,7 +343,8 @@ def proposer_run(condition, seed, steps):
         if record["step"] % 50 == 0 or record["step"] == steps:
             reports.append(dict(step=record["step"], **by_length(pol, tok, evals)))
 
-    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=spec.get("lr", CONFIG["lr"])))
+    lr = FROZEN_LR if condition.endswith("frozen solver") else spec.get("lr", CONFIG["lr"])
+    cfg = GRPOConfig(**dict(CONFIG, seed=seed, steps=steps, lr=lr))
     t = time.time()
     hist = train_grpo(policy, tok, [r["prompt"] for r in rows], [r["answer"] for r in rows], reward, cfg,
                       test["prompt"], test["answer"], progress=False, callback=callback, rollout=rollout)
@@ -341,7 +368,9 @@ SELFPLAY_PARTS = {
     "proposer, Python's labels": dict(arm="proposer", labels="python", lr=1e-5),
     "proposer, majority labels": dict(arm="proposer", labels="majority", lr=1e-5),
     "proposer, majority labels, band 0.25-0.75": dict(arm="proposer", labels="majority", lr=1e-5, band=(0.25, 0.75)),
-    "uniform kinds, majority labels": dict(arm="uniform", labels="majority", lr=1e-5)}
+    "uniform kinds, majority labels": dict(arm="uniform", labels="majority", lr=1e-5),
+    # added after the lab's review (the selfplay part's second five lines): who checks, at the same mix
+    "uniform kinds, Python's labels": dict(arm="uniform", labels="python", lr=1e-5)}
 
 PARTS = {"labels": (LABEL_PARTS, labels_run, CONFIG), "proposer": (PROPOSER_PARTS, proposer_run, CONFIG),
          "selfplay": (SELFPLAY_PARTS, proposer_run, CONFIG)}
