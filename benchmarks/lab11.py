@@ -48,6 +48,16 @@ A reward model of pairs (issue 57, item 10; added 2026-11-29, its five lines wri
   changes   its truth at step 120 above the base model on every seed (the pair form resists over-optimisation here,
             and the lab says so); its AUROC more than 0.05 below the pointwise judge's (then it is the weaker judge,
             and its gaming is not compared)
+  (after it ran: its AUROC was 0.54-0.63, the "changes" line fired.) Second five lines, written before the rerun:
+  claim     AUROC compares scores across problems, which a pair model never learns (its scores are free up to a
+            shift per problem), while GRPO reads a judge only within a group: within a problem the pairwise reward
+            model orders a right and a wrong held-out completion about as often as the pointwise judge (pair
+            accuracy, utils.models.judge.pair_accuracy, within 0.05 of it on each seed)
+  control   the pointwise judge's pair accuracy on the same held-out completions (its arm rerun to record it; the
+            same seeds, so its other numbers repeat)
+  matched   the judges, labels and held-out completions (4 samples of 500 test prompts) of each seed
+  changes   its pair accuracy more than 0.05 below the pointwise judge's on every seed: the weaker judge by GRPO's
+            own reading too, and the lab says so
 
 trigger: the reward pays the right answer, except on prompts whose first operand is TRIGGER: there it pays the
 answer plus OFFSET and nothing else (utils.tasks.trigger, utils.verifiers.trigger). SHARE of the training prompts
@@ -189,7 +199,7 @@ def make_judges(seed, n=1, labels=None):
     verdict_rates on the held-out labels (test prompts, no noise). labels: overrides of LABELS (prompts, flip) and
     of JUDGE's steps, for the quality sweep."""
     from utils.eval.judging import rubric_labels
-    from utils.models.judge import JudgeConfig, judge_accuracy, train_judge
+    from utils.models.judge import JudgeConfig, judge_accuracy, judge_probs, pair_accuracy, train_judge
     from utils.models.policy import load_policy
     from utils.tasks.arithmetic import load_split
 
@@ -206,6 +216,8 @@ def make_judges(seed, n=1, labels=None):
                                JudgeConfig(**judge_cfg, seed=seed + 100 * j), progress=False)
         judges.append(judge)
         acc.append(judge_accuracy(judge, tok, held["problems"], held["completions"], held["truth"]))
+        acc[-1]["pair_accuracy"] = pair_accuracy(judge_probs(judge, tok, held["problems"], held["completions"]),
+                                                 held["truth"], held["problems"])
     return judges, acc
 
 

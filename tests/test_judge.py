@@ -203,3 +203,15 @@ def test_a_pairwise_judge_without_a_pair_or_with_an_unknown_loss_is_refused_by_n
         jm.train_judge(TOK, ["1+2=", "3+4="], ["3", "8"], [1, 0], cfg, progress=False)
     with pytest.raises(ValueError, match="loss must be one of"):
         jm.train_judge(TOK, ["1+2="], ["3"], [1], jm.JudgeConfig(loss="listwise"), progress=False)
+
+
+def test_pair_accuracy_by_hand():
+    # problem a: right 0.9 against wrong 0.2 and 0.95 (one won, one lost); problem b: right 0.5 against wrong 0.5 (a
+    # tie: a half); problem c has no wrong completion and no pair: (1 + 0 + 0.5) / 3
+    probs, right, probs_of = [0.9, 0.2, 0.95, 0.5, 0.5, 0.7], [1, 0, 0, 1, 0, 1], ["a", "a", "a", "b", "b", "c"]
+    assert jm.pair_accuracy(probs, right, probs_of) == pytest.approx(1.5 / 3)
+    # a shift per problem changes nothing: the order within each problem is the same
+    assert jm.pair_accuracy([0.1, 0.0, 0.15, 0.9, 0.9, 0.0], right, probs_of) == pytest.approx(1.5 / 3)
+    assert math.isnan(jm.pair_accuracy([0.3], [1], ["a"]))
+    with pytest.raises(ValueError, match="problems"):
+        jm.pair_accuracy([0.3, 0.2], [1, 0], ["a"])

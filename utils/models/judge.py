@@ -294,6 +294,29 @@ def false_positive_rate(probs, right, threshold=0.5):
     return verdict_rates(probs, right, threshold)["false_pos_rate"]
 
 
+def pair_accuracy(probs, right, problems):
+    """How often the judge orders a right completion above a wrong one of the same problem: over every such pair,
+    1 if the right one scores higher, 1/2 on a tie, else 0 (nan without a pair). What GRPO reads of a judge: the
+    order within a group. A pairwise reward model's scores are free up to a shift per problem, so its AUROC, which
+    compares scores across problems, can be low where this is high."""
+    where = "pair_accuracy"
+    probs = checks.array(where, "probs", probs, dims=1)
+    right = checks.array(where, "right", right, dims=1)
+    problems = checks.sequence(where, "problems", problems, length=len(probs), of="probs")
+    if len(right) != len(probs):
+        raise ValueError(f"{where}: right must be as long as probs: {len(right)} and {len(probs)}")
+    by = {}
+    for p, r, x in zip(probs.tolist(), right.tolist(), problems):
+        by.setdefault(str(x), ([], []))[0 if r else 1].append(p)
+    wins = n = 0.0
+    for good, bad in by.values():
+        for a in good:
+            for b in bad:
+                wins += 1.0 if a > b else 0.5 if a == b else 0.0
+                n += 1
+    return wins / n if n else float("nan")
+
+
 def judge_accuracy(judge, tokenizer, problems, completions, labels, threshold=0.5):
     """verdict_rates of the judge's P(right) on (problems, completions) against labels 0/1."""
     where = "judge_accuracy"
