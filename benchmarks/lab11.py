@@ -53,8 +53,11 @@ A reward model of pairs (issue 57, item 10; added 2026-11-29, its five lines wri
             shift per problem), while GRPO reads a judge only within a group: within a problem the pairwise reward
             model orders a right and a wrong held-out completion about as often as the pointwise judge (pair
             accuracy, utils.models.judge.pair_accuracy, within 0.05 of it on each seed)
-  control   the pointwise judge's pair accuracy on the same held-out completions (its arm rerun to record it; the
-            same seeds, so its other numbers repeat)
+  control   the pointwise judge's pair accuracy on the same held-out completions (its arm rerun to record it; as
+            written before the run: "the same seeds, so its other numbers repeat". Corrected after it ran: the
+            stored "judge" arm ran under torch 2.13.0 and the rerun, under 2.11.0, did not repeat its numbers; it is
+            stored as "judge, rerun beside the pairwise model" and both are kept)
+  (no baseline line was written; a coin's pair accuracy, 0.50 +- 0.02 on these pairs, was added after the run)
   matched   the judges, labels and held-out completions (4 samples of 500 test prompts) of each seed
   changes   its pair accuracy more than 0.05 below the pointwise judge's on every seed: the weaker judge by GRPO's
             own reading too, and the lab says so
@@ -164,6 +167,9 @@ JUDGE_PARTS = {  # condition -> (reward, config overrides)
     "judge, 3000 prompts, clean labels": ("judge", {}, {"prompts": 3000, "steps": 1200, "flip": 0.0}),
     # a reward model of pairs (Bradley-Terry) on the same labels (issue 57, item 10)
     "pairwise reward model": ("judge", {}, {"loss": "pairwise"}),
+    # the pointwise judge's arm, rerun beside it (its stored "judge" arm ran under torch 2.13.0; this one, under
+    # 2.11.0, gives the judge-kl part's AUROCs exactly, and is stored under its own name)
+    "judge, rerun beside the pairwise model": ("judge", {}),
 }
 # the judge-kl part: the rule (no proxy), the quality sweep's four judges, and a judge started from the base model
 # (its body, a new head) on the best labels, at two learning rates (on 750 prompts of noisy labels a one-seed

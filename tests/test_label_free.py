@@ -83,6 +83,7 @@ def test_label_probe_by_hand(monkeypatch):
     assert out["truth"] == 0.25 and out["entropy"] == 0.3
     assert out["agreement"] == pytest.approx((2 / 4 + 0.0) / 2)      # the tie has no label: agreement 0
     assert out["no_label"] == 0.5 and out["label_acc"] == 0.5
+    assert out["maj_acc"] == pytest.approx((1.0 + 0.0) / 2)        # prompt 1's tie (1, 2) holds no 7: 0 either way
     assert out["label_acc_by_bin"] == {"0": 0.0, "1-4": 1.0}         # binned by its own right samples
     assert out["truth_by_bin"] == {"0": 0.0, "1-4": 0.5}
     # binned by another draw's counts: prompt 0 counted as hard
@@ -93,3 +94,13 @@ def test_label_probe_by_hand(monkeypatch):
         labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, difficulty=[0])
     with pytest.raises(ValueError, match="bins"):
         labels.label_probe(None, None, ["2+3=", "3+4="], ["5", "7"], k=4, bins=None)
+
+
+def test_maj_at_k_breaks_ties_at_random():
+    from utils.eval.labels import _tie_broken
+    assert _tie_broken(["5", "5", "6"], 5) == 1.0
+    assert _tie_broken(["5", "6"], 5) == 0.5                         # a tie of two that holds the truth: a half
+    assert _tie_broken(["5", "6", "7", "7"], 5) == 0.0
+    assert _tie_broken(["5", "6", "7"], 6) == pytest.approx(1 / 3)
+    assert _tie_broken(["x", ""], 5) == 0.0
+

@@ -296,9 +296,10 @@ def false_positive_rate(probs, right, threshold=0.5):
 
 def pair_accuracy(probs, right, problems):
     """How often the judge orders a right completion above a wrong one of the same problem: over every such pair,
-    1 if the right one scores higher, 1/2 on a tie, else 0 (nan without a pair). What GRPO reads of a judge: the
-    order within a group. A pairwise reward model's scores are free up to a shift per problem, so its AUROC, which
-    compares scores across problems, can be low where this is high."""
+    1 if the right one scores higher, 1/2 on a tie, else 0 (nan without a pair). The part of what GRPO reads of a
+    judge that points toward the truth: GRPO compares completions of one prompt (their score differences, scaled
+    by the group's std), never scores across prompts. A pairwise reward model's scores are free up to a shift per
+    problem, so its AUROC, which compares scores across problems, can be low where this is high."""
     where = "pair_accuracy"
     probs = checks.array(where, "probs", probs, dims=1)
     right = checks.array(where, "right", right, dims=1)

@@ -381,11 +381,11 @@ QUESTIONS = {
         ("Gold labels on 1 prompt in 8, the policy's majority vote on the rest, at a learning rate where the vote "
          "alone collapses. What happened on the toy?", [
             ("the votes undid the gold labels", "Gold only (the same prompts, nothing paid elsewhere) ended at "
-             "0.32 on every seed; with the votes beside it 0.05-0.20. At lr 1e-5 the votes neither helped nor hurt."),
+             "0.32 on every seed; with the votes beside it 0.05-0.20. At lr 1e-5 the votes added nothing measurable."),
             ("the gold labels held the votes up", "They held it above the vote alone (0.05-0.20 against about "
              "0.02), but far below gold labels used alone: seven prompts in eight pulled the other way."),
-            ("the two added up to more signal", "They did not add at either rate: at lr 1e-5 gold + vote was level "
-             "with gold only; at lr 1e-4 the votes collapsed the policy and took the gold prompts with it."),
+            ("the two added up to more signal", "They did not add measurably at either rate: at lr 1e-5 gold + vote "
+             "was not above gold only on every seed; at lr 1e-4 the votes collapsed the policy and the gold with it."),
         ]),
     ],
 }
