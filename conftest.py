@@ -128,7 +128,7 @@ def _lab(nodeid):
 
 
 # Seconds of one core each unit of work took in CI (.ci/run from a clean clone on the 2-core machine at dac779e, Lab
-# 10 at 8eac726, Lab 09 at 14671d3; Lab 12's a guess from its nbval seconds until CI measures it: a lab's solution
+# 10 at 8eac726, Lab 09 at 14671d3, Lab 12 at f89ac9a: a lab's solution
 # under nbval at 1 thread plus its browser pass; each check's part). The labs and the checks are handed out longest
 # first, so that the last units are short ones: xdist gives a worker its next unit before its current one ends, so a
 # long unit handed out last leaves the other worker idle while it runs (CI at cf44147: one worker idle for 262 s at
@@ -136,7 +136,7 @@ def _lab(nodeid):
 # installs in the background (about 400-590 s from the start of CI): at least CHECKS_AFTER_S seconds of labs a worker
 # go before one. The check parts are tests/test_environments.py's PARTS; a part not in the table goes last.
 UNIT_COST = {"01": 200, "03": 263, "04": 280, "05": 158, "06": 377, "07": 225, "08": 96, "09": 153, "10": 199,
-             "12": 100, "lowest-units": 226, "drift-units": 234, "lowest-lab": 172, "newcomer": 200, "drift-lab": 60}
+             "12": 96, "lowest-units": 226, "drift-units": 234, "lowest-lab": 172, "newcomer": 200, "drift-lab": 60}
 CHECKS_AFTER_S = 300
 
 
