@@ -365,7 +365,7 @@ QUESTIONS = {
              "wrong: the collapsed runs reached 0.87-0.95 with the truth near 0.02. Only a check it is not trained on "
              "(a few gold labels) can tell."),
             ("the model found the answers", "A model can agree with itself on a wrong answer: at lr 1e-4 the vote "
-             "ended writing `111` and `-11` to most prompts, everyone agreeing and almost all wrong."),
+             "ended writing a few numbers such as `111` to most prompts, everyone agreeing and almost all wrong."),
             ("the run has collapsed", "High agreement is not proof of collapse either: grounded labels raise it too "
              "(0.40 to 0.55 under the verifier). Agreement cannot tell right from wrong in either direction."),
         ]),
