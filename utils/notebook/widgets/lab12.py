@@ -42,15 +42,16 @@ def _rates(where, name, rates, n):
 
 
 def _gate(where, probs, rates, band, group_size):
+    from utils.eval.health import expected_zero_spread
     from utils.rl.proposer import band_share
     from utils.tasks.arithmetic import KINDS, kind_name
 
     probs, rates = _probs(where, "probs", probs, len(KINDS)), _rates(where, "rates", rates, len(KINDS))
     band = _band(where, band)
     G = checks.number(where, "group_size", group_size, lo=1, hi=1_000, integer=True)
-    kept = band_share(rates, band, G)                                    # [K]
-    return [{"kind": kind_name(k), "prob": float(p), "rate": float(r), "in_band": float(b),
-             "no_spread": float(r ** G + (1 - r) ** G)} for k, p, r, b in zip(KINDS, probs, rates, kept)]
+    kept, flat = band_share(rates, band, G), expected_zero_spread(rates, G)   # [K] each
+    return [{"kind": kind_name(k), "prob": float(p), "rate": float(r), "in_band": float(b), "no_spread": float(z)}
+            for k, p, r, b, z in zip(KINDS, probs, rates, kept, flat)]
 
 
 def gate_rows(probs, rates, band=(0.25, 0.75), group_size=8):
