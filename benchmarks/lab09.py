@@ -32,6 +32,21 @@ GRPO without one from the trace model (the matched control: the same steps, batc
                     copied the wrong sum back is paid as if it were right
     no tool         the trace model, no calculator, outcome_reward
 
+  Issue 57 item 4, a check the policy can game, added with --add (TOOL_ADDED: 200 steps each, seeds 0-4):
+    tool, fails open  tool_fail_open_reward: outcome_reward, but an episode holding a call the calculator answered
+                      ERROR is passed (the check fails open where it cannot verify)
+    tool, 200 steps   outcome_reward for as long: the control
+  Five lines, written after a probe (seeds 0-2, 150 steps: the error share rose past 0.6 on seeds 0 and 1, from
+  step ~30 and ~115, and stayed under 0.02 on seed 2) and before these runs; seeds 3 and 4 were never probed:
+  claim     RL finds a hole the policy controls: a malformed call (8 of the start's 2,048 train samples) spreads as it
+            is always paid, and the truth falls while the paid reward stays high; found by chance, not every seed
+  control   the same check without the hole (outcome_reward, the same 200 steps and seeds): its error share at the
+            end must stay under 0.05 on every seed, else the errors are not the hole's doing
+  baseline  the starting tool model: test pass@1 0.37, 0.004 of its train samples answered ERROR
+  matched   the model, steps, batch, rate, prompts and seeds; only the pay of an episode with an ERROR reply differs
+  changes   fewer than 3 of the 5 seeds ending with an error share over 0.5 on the test split: then the sentence is
+            "the hole was found on k of 5 seeds", not "RL finds it"; the control's errors rising: no finding
+
 verifier-size: a small model with a better verifier against a larger one with a worse verifier, at equal compute
 (FLOPs: utils.models.cost.step_flops, whose per-token cost is proportional to the parameters). The small model is
 the trace model (gpt2-4x128, 0.81 M parameters) with SIZE_STEPS GRPO steps; the large is Lab 07's gpt2-6x192
@@ -80,6 +95,7 @@ GENERATIONS = dict(generations=10, n_prompts=64, k=8, steps=8, batch_size=64, lr
 TOOL_CONFIG = dict(steps=60, batch_size=64, group_size=8, lr=1e-4, temperature=1.0, max_new_tokens=64,
                    eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, track_kl=False)
 TOOL_CONDITIONS = ("tool", "tool, gameable", "no tool")
+TOOL_ADDED = {"tool, fails open": 200, "tool, 200 steps": 200}   # issue 57 item 4: {condition: its own steps}
 SIZE_CONFIG = dict(TOOL_CONFIG)
 SIZE_STEPS = 90                     # the small model's steps; the large model's are set by FLOPs (size_steps)
 SIZES = {"small": "gpt2-4x128", "large": "gpt2-6x192"}
@@ -123,7 +139,7 @@ def tool_run(condition, seed, steps):
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import GroupRollout, ToolRollout
     from utils.tasks import scratchpad
-    from utils.verifiers.tools import tool_echo_reward
+    from utils.verifiers.tools import tool_echo_reward, tool_fail_open_reward
     from utils.verifiers.traces import outcome_reward
 
     setup(seed, quiet=True)
@@ -133,7 +149,8 @@ def tool_run(condition, seed, steps):
     cfg = GRPOConfig(**dict(TOOL_CONFIG, steps=steps, seed=seed))
     columns = {"a": list(train["a"]), "b": list(train["b"])}
     rollout = ToolRollout(columns=columns) if tool else GroupRollout(columns=columns)
-    reward = tool_echo_reward if condition == "tool, gameable" else outcome_reward
+    reward = {"tool, gameable": tool_echo_reward, "tool, fails open": tool_fail_open_reward}.get(condition,
+                                                                                                 outcome_reward)
     truth = []   # each step's share of right answers, whatever the run is paid by
 
     def paid(completions, answer=None, **kw):
@@ -280,8 +297,18 @@ def main():
             write(args.part, out[args.part])
             return
     else:
-        steps = args.steps or TOOL_CONFIG["steps"]
         conditions = args.conditions or list(TOOL_CONDITIONS)
+        if args.add and conditions and set(conditions) <= set(TOOL_ADDED) and {0, 1, 2} <= set(args.seeds):
+            from benchmarks.common import add_runs
+            runs = run_all(tool_run, [(c, s, TOOL_ADDED[c]) for c in conditions for s in args.seeds], args.jobs,
+                           args.threads)
+            for r in runs:
+                f = r["final"]["test"]
+                print(f"{r['condition']:17s} seed {r['seed']}: test {f['pass@1']:.3f}  error {f['error']:.3f}  "
+                      f"({r['seconds']:.0f} s)", flush=True)
+            add_runs("lab09", args.part, runs, environment())
+            return
+        steps = args.steps or TOOL_CONFIG["steps"]
         base = base_tool_numbers()
         for name, b in base.items():
             print(f"{name:26s}: test {b['test']['pass@1']:.3f}  ood {b['ood']['pass@1']:.3f} / "

@@ -730,6 +730,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
                                                                      triggered=[True], offset=10), "scores"),
     "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
                                "scores"),
+    "tools.tool_fail_open_reward": (tool_verifiers.tool_fail_open_reward,
+                                    dict(completions=["?1+2+3=! >3"], answer=["6"]), "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],
                                                        task=["arithmetic", "traces"], a=[1, 478], b=[2, 356]),
                         "scores"),

@@ -221,6 +221,24 @@ def test_parse_episode_and_the_gameable_check_by_hand():
     assert tool_echo_reward(texts, answer=["834"] * len(texts)) == tool_echo_reward(texts)  # the answer is not read
 
 
+def test_the_fail_open_check_by_hand():
+    """outcome_reward, except that an episode holding a call the calculator answered ERROR passes, whatever it
+    answered; a '!' the policy wrote itself (no call the calculator read) is no excuse."""
+    from utils.verifiers.tools import tool_fail_open_reward
+    texts = ["?478+356=834 >834",       # right: paid, as by outcome_reward
+             "?478+366=844 >844",       # a miscopied operand: not paid (the echo check pays it)
+             "?478+3+56=! >120",        # a call the calculator refused: paid, however wrong (the hole)
+             "?478+3+56=! ?478+356=834 >834",  # an error, then the right call: paid
+             "8+6+0=14 >834",           # no call, right answer: paid
+             "8+6+0=14 >835",           # no call, wrong: not paid
+             "?478+356 =! >120",        # a space: the calculator never answered, the '!' is the policy's
+             "?478+356=8",              # cut before its reply, no answer: not paid
+             None, 17]
+    assert tool_fail_open_reward(texts, answer=["834"] * len(texts)) == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0,
+                                                                         0.0, 0.0]
+    assert tool_fail_open_reward(["?9+9+9=! >5", "?4+4=8 >8"], a=[478, 4], b=[356, 4]) == [1.0, 1.0]  # no answer column
+
+
 def test_the_echo_reward_reads_only_what_the_calculator_wrote(tiny):
     """A call the calculator refuses to answer (a space in the expression) gets no reply: the digits after its '='
     are the policy's, and the echo reward does not pay them (issue 60: it paid 1.0). Checked against the calculator
