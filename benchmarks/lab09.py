@@ -1,8 +1,9 @@
-"""Lab 09's benchmark (issue 38): what you verify. Two parts, seeds 0-2 each:
+"""Lab 09's benchmark (issue 38): what you verify. Four parts, seeds 0-2 each:
 
     python benchmarks/lab09.py --part generations --jobs 2 --threads 1   # ~30 min on 2 cores
     python benchmarks/lab09.py --part tool --jobs 2 --threads 1          # ~8 min on 2 cores
     python benchmarks/lab09.py --part verifier-size --jobs 2 --threads 1 # ~10 min on 2 cores
+    python benchmarks/lab09.py --part lookup --jobs 2 --threads 1        # a lookup tool (issue 57 item 5)
     python benchmarks/lab09.py --part tool --seeds 0 --steps 4           # a quick look (not written)
 
 generations: a closed loop against verified ones (utils.rl.selftrain). From the trace model, GENERATIONS.generations
@@ -46,6 +47,31 @@ GRPO without one from the trace model (the matched control: the same steps, batc
   matched   the model, steps, batch, rate, prompts and seeds; only the pay of an episode with an ERROR reply differs
   changes   fewer than 3 of the 5 seeds ending with an error share over 0.5 on the test split: then the sentence is
             "the hole was found on k of 5 seeds", not "RL finds it"; the control's errors rising: no finding
+
+lookup: a tool that brings information (issue 57 item 5; utils.tasks.lookup). From the lookup model
+(data/lookup_model: lookup episodes for every fact, and answers from memory for the half of the facts in KNOWN, all
+in the pre-training world), GRPO in world(1), where half of the known facts have changed. LOOKUP_CONDITIONS:
+
+    outcome           ToolRollout(table=world(1)), outcome_reward: a right answer is paid, however it was reached
+    grounded          the same, grounded_reward: paid only when the answer is a lookup of the prompt's key plus its
+                      number, so a fact written from memory is never paid, even when it is still true
+    lookup off        table={}: every lookup answered ERROR (the same weights, the tool switched off), outcome_reward
+    one call allowed  max_calls=1: a lookup then a sum needs two calls, so the sum is cut; outcome_reward
+
+  Five lines (REVIEWING.md), written before the model was built:
+  claim     (a) the lookup brings facts the weights lack: on never-memorised keys the tool arms end far above the
+            switched-off arm, which can only guess; (b) the grounding check teaches consulting the source where the
+            outcome check lets right memory stand: on the facts memorised and still true at RL time ('known,
+            changed after RL') the grounded arm ends looking up more, and keeps more pass@1 when they change
+            (world 2); (c) the cap binds: allowed one call, the lookup-then-add route is cut, and RL moves the
+            policy to memory, losing the never-memorised keys
+  control   lookup off (the same weights, tool switched off, trained the same); outcome for grounded; two calls for one
+  baseline  the starting model in each world and environment (lookup on, off, one call)
+  matched   model, steps, batch, lr, prompts and seeds; evaluation on the same 400 test prompts x 4 samples, in
+            worlds 1 and 2, each arm with its own environment
+  changes   (b) outcome within 0.05 of grounded on world 2's 'known, changed after RL' on every seed: the outcome
+            check was enough here; (a) lookup off within 0.1 of the tool arms on never-memorised keys: the lookup
+            brought nothing; (c) the one-call arm's cut share under 0.1 at its first step: the cap did not bind
 
 verifier-size: a small model with a better verifier against a larger one with a worse verifier, at equal compute
 (FLOPs: utils.models.cost.step_flops, whose per-token cost is proportional to the parameters). The small model is
@@ -96,6 +122,10 @@ TOOL_CONFIG = dict(steps=60, batch_size=64, group_size=8, lr=1e-4, temperature=1
                    eps_low=0.2, eps_high=0.2, beta=0.0, loss_type="grpo", eval_every=0, track_kl=False)
 TOOL_CONDITIONS = ("tool", "tool, gameable", "no tool")
 TOOL_ADDED = {"tool, fails open": 200, "tool, 200 steps": 200}   # issue 57 item 4: {condition: its own steps}
+LOOKUP_CONFIG = dict(TOOL_CONFIG, steps=100, max_new_tokens=40)
+LOOKUP_CONDITIONS = {"outcome": ("outcome", 2, True), "grounded": ("grounded", 2, True),
+                     "lookup off": ("outcome", 2, False), "one call allowed": ("outcome", 1, True)}
+LOOKUP_EVAL = dict(per_key=4, k=4)   # 400 test prompts, 4 samples each
 SIZE_CONFIG = dict(TOOL_CONFIG)
 SIZE_STEPS = 90                     # the small model's steps; the large model's are set by FLOPs (size_steps)
 SIZES = {"small": "gpt2-4x128", "large": "gpt2-6x192"}
@@ -166,6 +196,58 @@ def tool_run(condition, seed, steps):
     keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac",
             "tool_cut_frac")
     return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1), "final": final,
+            "history": [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)]}
+
+
+def lookup_env(condition, version):
+    """(table, max_calls) of the condition's environment in world `version`."""
+    from utils.tasks import lookup
+    _, max_calls, on = LOOKUP_CONDITIONS[condition]
+    return (lookup.world(version) if on else {}), max_calls
+
+
+def lookup_eval(model, tok, condition):
+    """lookup_metrics in worlds 1 and 2 with the condition's environment, on LOOKUP_EVAL's test prompts."""
+    from utils.eval.tools import lookup_metrics
+    from utils.tasks import lookup
+    out = {}
+    for version in (1, 2):
+        table, max_calls = lookup_env(condition, version)
+        rows = lookup.load_split("test", version=version, per_key=LOOKUP_EVAL["per_key"])
+        out[f"world {version}"] = lookup_metrics(model, tok, rows, table, k=LOOKUP_EVAL["k"], seed=0,
+                                                 max_new_tokens=LOOKUP_CONFIG["max_new_tokens"], max_calls=max_calls)
+    return out
+
+
+def lookup_run(condition, seed, steps):
+    from utils.models.policy import LOOKUP, load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.rl.rollout import ToolRollout
+    from utils.tasks import lookup
+    from utils.verifiers.tools import grounded_reward
+    from utils.verifiers.traces import outcome_reward
+
+    setup(seed, quiet=True)
+    model, tok = load_policy(LOOKUP)
+    train = lookup.load_split("train", version=1)
+    cfg = GRPOConfig(**dict(LOOKUP_CONFIG, steps=steps, seed=seed))
+    table, max_calls = lookup_env(condition, 1)
+    rollout = ToolRollout(columns={"key": list(train["key"]), "a": list(train["a"])}, table=table,
+                          max_calls=max_calls)
+    reward = grounded_reward if LOOKUP_CONDITIONS[condition][0] == "grounded" else outcome_reward
+    truth = []
+
+    def paid(completions, answer=None, **kw):
+        truth.append(float(sum(outcome_reward(completions, answer)) / len(completions)))
+        return reward(completions, answer=answer, **kw)
+    t = time.time()
+    hist = train_grpo(model, tok, train["prompt"], train["answer"], paid, cfg, rollout=rollout, progress=False,
+                      correct_fn=outcome_reward)
+    seconds = time.time() - t
+    keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac", "tool_cut_frac")
+    return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1),
+            "final": lookup_eval(model, tok, condition),
             "history": [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)]}
 
 
@@ -252,7 +334,7 @@ def write(part, payload):
 
 def main():
     ap = run_options(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
-    ap.add_argument("--part", choices=("generations", "tool", "verifier-size"), required=True)
+    ap.add_argument("--part", choices=("generations", "tool", "verifier-size", "lookup"), required=True)
     args = ap.parse_args()
     setup(0, quiet=True)
     if args.part == "generations":
@@ -268,6 +350,22 @@ def main():
                 + f"  ({r['seconds']:.0f} s)", flush=True)
         payload = {"config": GENERATIONS, "seeds": args.seeds, "runs": runs}
         full = steps == GENERATIONS["generations"] and not args.conditions
+    elif args.part == "lookup":
+        from utils.models.policy import LOOKUP, load_policy
+        steps = args.steps or LOOKUP_CONFIG["steps"]
+        conditions = args.conditions or list(LOOKUP_CONDITIONS)
+        m, tok = load_policy(LOOKUP)
+        base = {c: lookup_eval(m, tok, c) for c in LOOKUP_CONDITIONS}
+        for c, b in base.items():
+            print(f"start, {c:17s}: " + "  ".join(f"world {v} {b[f'world {v}']['all']['pass@1']:.3f}" for v in (1, 2)))
+        runs = run_all(lookup_run, [(c, s, steps) for c in conditions for s in args.seeds], args.jobs, args.threads)
+        for r in runs:
+            f = r["final"]
+            print(f"{r['condition']:17s} seed {r['seed']}: " + "  ".join(
+                f"world {v} {f[f'world {v}']['all']['pass@1']:.3f}" for v in (1, 2))
+                + f"  ({r['seconds']:.0f} s)", flush=True)
+        payload = {"config": LOOKUP_CONFIG, "eval": LOOKUP_EVAL, "seeds": args.seeds, "base": base, "runs": runs}
+        full = steps == LOOKUP_CONFIG["steps"] and not args.conditions and args.seeds == [0, 1, 2]
     elif args.part == "verifier-size":
         from utils.eval.traces import trace_metrics
         from utils.models.policy import load_policy

@@ -29,6 +29,7 @@ TRACE_MODEL_DIR = os.path.join(DATA_DIR, "trace_model")  # the scratchpad task's
 CHECK_MODEL_DIR = os.path.join(DATA_DIR, "check_model")
 PROGRAM_MODEL_DIR = os.path.join(DATA_DIR, "program_model")  # one-line programs from two values (Lab 11)
 TOOL_MODEL_DIR = os.path.join(DATA_DIR, "tool_model")  # the scratchpad task with a calculator (Lab 09)
+LOOKUP_MODEL_DIR = os.path.join(DATA_DIR, "lookup_model")  # facts only the environment knows (utils.tasks.lookup)
 MIX_MODEL_DIR = os.path.join(DATA_DIR, "mix_model")  # three tasks in one model (utils.tasks.mix; Lab 07's task mix)
 # Lab 07's model sizes: the trace model's recipe at other depths and widths, and in a second family (Llama).
 # name -> folder; utils.runs.build_base_model.SIZES says how each is built. "gpt2-4x128" is the trace model itself.

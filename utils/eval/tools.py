@@ -47,3 +47,42 @@ def episode_metrics(model, tokenizer, rows, k=4, tool=True, seed=0, max_new_toke
     if k > 1:
         out[f"pass@{k}"] = ev[f"pass@{k}"]
     return out
+
+
+def lookup_metrics(model, tokenizer, rows, table, k=4, seed=0, max_new_tokens=40, max_calls=2):
+    """k samples of each lookup row (utils.tasks.lookup.load_split: prompt, answer, key, a, group) with
+    Calculator(table=table, max_calls) as the environment; the rows' answers and `table` should come from the same
+    world (lookup.world). Returns {group name: measures, ..., "all": measures}, each measure a share of samples:
+
+    pass@1     the answer is the row's
+    looked_up  a lookup of the prompt's own key was answered
+    memory     an answer, and no lookup of any key: the fact came from the weights
+    grounded   grounded_reward: looked up, and the answer is that reply plus the prompt's number
+    answered   an answer after the last '>' at all (a cut or runaway episode has none)
+    """
+    from utils.verifiers.tools import grounded_reward
+
+    where = "lookup_metrics"
+    checks.model(where, "model", model)
+    checks.tokenizer(where, "tokenizer", tokenizer)
+    rows_of(where, rows, ("prompt", "answer", "key", "a", "group"))
+    k = checks.number(where, "k", k, lo=1, hi=10_000, integer=True)
+    max_new_tokens = checks.number(where, "max_new_tokens", max_new_tokens, lo=1, hi=100_000, integer=True)
+    fits(where, "rows['prompt']", model, tokenizer, list(rows["prompt"]), max_new_tokens)
+    max_calls = checks.number(where, "max_calls", max_calls, lo=0, hi=100, integer=True)
+    ev = evaluate(model, tokenizer, list(rows["prompt"]), list(rows["answer"]), k=k, seed=seed,
+                  max_new_tokens=max_new_tokens, reward_fn=outcome_reward,
+                  env_fn=lambda n: Calculator(tokenizer, n, max_calls, table=table))
+    texts = ev["texts"]
+    keys, groups = [x for x in rows["key"] for _ in range(k)], [g for g in rows["group"] for _ in range(k)]
+    eps = [parse_episode(t) or {"calls": [], "answer": None} for t in texts]
+    per = {"pass@1": outcome_reward(texts, [x for x in rows["answer"] for _ in range(k)]),
+           "looked_up": [any(e == key and r.isdigit() for e, r in ep["calls"]) for ep, key in zip(eps, keys)],
+           "memory": [ep["answer"] is not None and not any(e.startswith("#") for e, _ in ep["calls"]) for ep in eps],
+           "grounded": grounded_reward(texts, key=keys, a=[x for x in rows["a"] for _ in range(k)]),
+           "answered": [ep["answer"] is not None for ep in eps]}
+    out = {}
+    for g in sorted(set(groups)) + ["all"]:
+        pick = [i for i, gi in enumerate(groups) if g in ("all", gi)]
+        out[g] = {m: float(np.mean([v[i] for i in pick])) for m, v in per.items()}
+    return out

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from utils import (
     BASE_MODEL_DIR,
     CHECK_MODEL_DIR,
+    LOOKUP_MODEL_DIR,
     MIX_MODEL_DIR,
     PROGRAM_MODEL_DIR,
     TOOL_MODEL_DIR,
@@ -28,6 +29,7 @@ TRACE = "rlvr-trace"   # the scratchpad task's model (Labs 06-07), shipped in da
 CHECK = "rlvr-check"   # its free-length variant (Lab 06's length study), shipped in data/check_model
 MIX = "rlvr-mix"       # three tasks in one model (utils.tasks.mix; Lab 07's task mix), shipped in data/mix_model
 TOOL = "rlvr-tool"     # the scratchpad task with a calculator (utils.tasks.tools; Lab 09), shipped in data/tool_model
+LOOKUP = "rlvr-lookup"  # a lookup and a calculator (utils.tasks.lookup; Lab 09), shipped in data/lookup_model
 PROGRAM = "rlvr-program"  # one-line programs from two values (utils.tasks.programs; Lab 11), in data/program_model
 
 
@@ -71,8 +73,8 @@ def hub_reachable(timeout=3.0):
 def load_policy(name=SHIPPED, device="cpu"):
     """(model, tokenizer) for a shipped model ('rlvr-base': the arithmetic task's; 'rlvr-trace': the
     scratchpad task's; 'rlvr-check': its free-length variant's; 'rlvr-mix': the task mix's; 'rlvr-tool': the
-    calculator's; 'rlvr-program': the program task's; a name of utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's
-    sizes of it), a local path or a hub name.
+    calculator's; 'rlvr-lookup': the lookup task's; 'rlvr-program': the program task's; a name of
+    utils.TRACE_SIZES such as 'gpt2-6x192': Lab 07's sizes of it), a local path or a hub name.
 
     A hub name is looked up in the local cache first; if it is not there and the hub cannot be
     reached, this fails at once with an error that points to the shipped model. The tokenizer
@@ -84,7 +86,8 @@ def load_policy(name=SHIPPED, device="cpu"):
     device = _device("load_policy", device)
     shipped = {SHIPPED: (BASE_MODEL_DIR, ""), TRACE: (TRACE_MODEL_DIR, " task=scratchpad"),
                CHECK: (CHECK_MODEL_DIR, " task=scratchpad-check"), MIX: (MIX_MODEL_DIR, " task=mix"),
-               TOOL: (TOOL_MODEL_DIR, " task=tool"), PROGRAM: (PROGRAM_MODEL_DIR, " task=programs")} | {
+               TOOL: (TOOL_MODEL_DIR, " task=tool"), LOOKUP: (LOOKUP_MODEL_DIR, " task=lookup"),
+               PROGRAM: (PROGRAM_MODEL_DIR, " task=programs")} | {
         size: (path, f" size={size}") for size, path in TRACE_SIZES.items()}
     path = shipped[name][0] if name in shipped else name
     if name in shipped and not os.path.exists(os.path.join(path, "config.json")):

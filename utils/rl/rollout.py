@@ -303,12 +303,14 @@ class ToolRollout(GroupRollout):
     utils.tasks.tools.Calculator as the environment (policy.sample(env=...)), so the calculator's answers are in
     the completions (read by the model and the verifier) and out of the loss (ro.loss_mask). max_calls: the calls
     an episode may make; the next one ends it (a cut). Each step's record gets the tool numbers (Calculator.stats:
-    tool_calls, tool_error_frac, tool_cut_frac)."""
+    tool_calls, tool_error_frac, tool_cut_frac). table: the lookup's facts (Calculator(table=...); None: the
+    calculator alone)."""
     max_calls: int = 2
+    table: dict = None
 
     def generate(self, policy, tokenizer, prompts, cfg, generator):
         from utils.tasks.tools import Calculator
-        env = Calculator(tokenizer, len(prompts) * cfg.group_size, self.max_calls)
+        env = Calculator(tokenizer, len(prompts) * cfg.group_size, self.max_calls, table=self.table)
         ro = sample(policy, tokenizer, prompts, k=cfg.group_size, temperature=cfg.temperature,
                     max_new_tokens=cfg.max_new_tokens, generator=generator, env=env)
         self._stats = env.stats()

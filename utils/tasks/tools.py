@@ -39,9 +39,12 @@ class Calculator:
     """The calculator as an episode's environment for sample(env=...), one per batch of n_rows rows. Per row it
     counts calls (every call answered, errors included), errors (calls answered with ERROR) and cut (the episode
     ended by the cap: a call past max_calls). noise > 0 makes it a stochastic environment: each answer has one
-    digit changed with that probability (seeded by `seed`), so the same written call can be paid or not."""
+    digit changed with that probability (seeded by `seed`), so the same written call can be paid or not. table
+    ({key: int}, utils.tasks.lookup.world) makes it a lookup too: a call whose expression starts with '#' gets
+    that key's fact ('?#37=' -> '615 '), or ERROR for a key the table lacks; table={} is the lookup switched off
+    (every lookup ERROR, the calculator still on)."""
 
-    def __init__(self, tokenizer, n_rows, max_calls=2, noise=0.0, seed=0):
+    def __init__(self, tokenizer, n_rows, max_calls=2, noise=0.0, seed=0, table=None):
         checks.tokenizer("Calculator", "tokenizer", tokenizer)
         self.n_rows = checks.number("Calculator", "n_rows", n_rows, lo=1, integer=True)
         self.max_calls = checks.number("Calculator", "max_calls", max_calls, lo=0, hi=100, integer=True)
@@ -52,6 +55,9 @@ class Calculator:
         if missing:
             raise ValueError(f"Calculator: the tokenizer has no token for {missing}: build it with the tool alphabet "
                              f"(char_tokenizer(utils.tasks.tools.ALPHABET))")
+        if table is not None and not (isinstance(table, dict) and all(isinstance(v, int) for v in table.values())):
+            raise ValueError("Calculator: table must be a dict {key: int} (utils.tasks.lookup.world()), or None")
+        self.table = table
         self.tok, self.end_id, self.eos = tokenizer, vocab[END], tokenizer.eos_token_id
         self.calls, self.errors, self.cut = [0] * n_rows, [0] * n_rows, [False] * n_rows
 
@@ -68,7 +74,10 @@ class Calculator:
             self.cut[row] = True
             return [self.eos]
         self.calls[row] += 1
-        answer = calculate(expr)
+        if self.table is not None and expr.startswith("#"):
+            answer = str(self.table[expr]) if expr in self.table else ERROR
+        else:
+            answer = calculate(expr)
         self.errors[row] += answer == ERROR
         if answer != ERROR and self.noise and self.rng.random() < self.noise:
             answer = ("-" if answer.startswith("-") else "") + _slip(self.rng, answer.lstrip("-"))
