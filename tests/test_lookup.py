@@ -44,7 +44,7 @@ def test_splits_share_no_added_number_and_answer_in_their_world():
     assert lookup.group_of(next(iter(lookup.CHANGED_AT_2))) == "known, changed after RL"
     with pytest.raises(ValueError, match="not a key"):
         lookup.group_of("#100")
-    with pytest.raises(ValueError, match="unknown split"):
+    with pytest.raises(ValueError, match="not a split"):
         lookup.load_split("ood")
 
 
@@ -110,10 +110,10 @@ def test_the_grounding_check_pays_only_an_answer_read_from_the_source():
 
 
 def test_a_lookup_rollout_trains_with_its_table(tok):
-    from utils.runs.build_base_model import make_model
     from utils.rl.grpo import GRPOConfig
     from utils.rl.loop import train_grpo
     from utils.rl.rollout import ToolRollout
+    from utils.runs.build_base_model import make_model
     from utils.verifiers.traces import outcome_reward
     torch.manual_seed(0)
     model = make_model("gpt2", dict(n_layer=1, n_embd=32, n_head=2), tok, 64)

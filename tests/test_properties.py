@@ -54,7 +54,7 @@ from utils.models import policy as pol
 from utils.notebook import exercises, plots, selfcheck, widgets
 from utils.rl import breaks, grpo, launch, proposer, rollout, selftrain, staleness, trl_tools, trl_trainer
 from utils.tasks import arithmetic as tasks
-from utils.tasks import chat, curation, mix, programs, scratchpad, tools
+from utils.tasks import chat, curation, lookup, mix, programs, scratchpad, tools
 from utils.tasks import trigger as trigger_task
 from utils.verifiers import api, attacks, code, isolation, label_free, seccomp, signature, spurious, sql
 from utils.verifiers import arithmetic as verifiers
@@ -392,6 +392,11 @@ CASES.update({
     "programs.make_splits": (programs.make_splits, dict(seed=0, sizes={"train": 10, "valid": 2, "test": 3}),
                              lambda r: isinstance(r, dict) and len(r["train"]) <= 900),
     "programs.load_split": (programs.load_split, dict(name="test", n=3, data_dir=DATA_DIR), lambda r: len(r) <= 150),
+    "lookup.world": (lookup.world, dict(version=1), lambda r: isinstance(r, dict) and len(r) == 100),
+    "lookup.group_of": (lookup.group_of, dict(key="#00"), lambda r: r in lookup.GROUPS),
+    "lookup.format_prompt": (lookup.format_prompt, dict(key="#37", a=478),
+                             lambda r: isinstance(r, str) and r.startswith("#37+") and r.endswith(":")),
+    "lookup.load_split": (lookup.load_split, dict(name="test", version=1, per_key=1), lambda r: len(r) == 100),
     "scratchpad.format_prompt": (scratchpad.format_prompt, dict(a=478, b=356),
                                  lambda r: isinstance(r, str) and r.endswith(":")),
     "scratchpad.steps_for": (scratchpad.steps_for, dict(a=478, b=356), lambda r: isinstance(r, list) and r),
@@ -730,6 +735,8 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
                                                                      triggered=[True], offset=10), "scores"),
     "tools.tool_echo_reward": (tool_verifiers.tool_echo_reward, dict(completions=["?1+2=3 >3"], answer=["3"]),
                                "scores"),
+    "tools.grounded_reward": (tool_verifiers.grounded_reward, dict(completions=["?#37=615 ?615+1=616 >616"],
+                                                                   key=["#37"], a=[1]), "scores"),
     "tools.tool_fail_open_reward": (tool_verifiers.tool_fail_open_reward,
                                     dict(completions=["?1+2+3=! >3"], answer=["6"]), "scores"),
     "mix.task_reward": (mix_verifier.task_reward, dict(completions=["66", TRACE], answer=["66", "834"],
@@ -1081,7 +1088,8 @@ EXEMPT = {
               "utils.tasks.scratchpad.pretrain_example", "utils.tasks.scratchpad.noisy_trace",
               "utils.tasks.mix.pretrain_example", "utils.tasks.tools.pretrain_example",
               "utils.tasks.tools.tool_episode", "utils.tasks.tools.practice_operands",
-              "utils.tasks.programs.pretrain_example",
+              "utils.tasks.programs.pretrain_example", "utils.tasks.lookup.pretrain_example",
+              "utils.tasks.lookup.episode",
               "utils.models.sft.pretrain_batch"),
     **_exempt("make_splits' draws, with its own random.Random", "utils.tasks.arithmetic.make_problem",
               "utils.tasks.scratchpad.make_problem"),

@@ -66,6 +66,8 @@ def model():
 
 PROMPTS, ANSWERS = ["12+34=", "5+6="], ["46", "11"]
 ROWS = {"prompt": ["12+34:", "5+6:"], "a": [12, 5], "b": [34, 6], "answer": ["46", "11"]}  # a scratchpad split
+LOOKUP_ROWS = {"prompt": ["#01+34:", "#02+6:"], "answer": ["46", "11"], "key": ["#01", "#02"], "a": [34, 6],
+               "group": ["g", "g"]}   # a lookup split's columns (utils.tasks.lookup)
 MIXED = __import__("datasets").Dataset.from_dict({"prompt": PROMPTS + ["7*6="], "answer": ANSWERS + ["42"],
                                                    "task": ["arithmetic", "arithmetic", "multiply"]})  # a mixed split
 LONG = "1" * 40 + "+1="  # past the model's 32 positions
@@ -288,6 +290,10 @@ CASES = {
     "tools.episode_metrics": (tool_eval.episode_metrics, dict(model="MODEL", tokenizer="TOK", rows=ROWS, k=2,
                                                               tool=False, seed=0, max_new_tokens=4, max_calls=2),
                               lambda r, kw: all(_finite(v) and 0 <= v <= 1 for v in r.values())),
+    "tools.lookup_metrics": (tool_eval.lookup_metrics, dict(model="LOOKUP_MODEL", tokenizer="LOOKUP_TOK",
+                                                            rows=LOOKUP_ROWS, table={}, k=2, seed=0, max_new_tokens=4,
+                                                            max_calls=2),
+                             lambda r, kw: all(_finite(v) and 0 <= v <= 1 for g in r.values() for v in g.values())),
     "selftrain.generation_metrics": (selftrain.generation_metrics, dict(model="MODEL", tokenizer="TOK", rows=ROWS, k=2,
                                                                         seed=0, max_new_tokens=4),
                                      lambda r, kw: all(_finite(v) for v in r.values() if not isinstance(v, dict))),
@@ -381,6 +387,16 @@ ARGS = [(case, name) for case in sorted(CASES) for name in sorted(CASES[case][1]
     [("loop.train_grpo", "loss_fn"), ("loop.train_grpo", "advantage_fn")]
 
 
+@functools.lru_cache(maxsize=1)
+def _lookup_model():
+    """A tiny random GPT-2 on the lookup task's alphabet (utils.tasks.lookup): the calculator needs its tokens."""
+    from utils.runs.build_base_model import make_model
+    from utils.tasks import lookup
+    tok = pol.char_tokenizer(lookup.ALPHABET, max_length=64)
+    torch.manual_seed(0)
+    return make_model("gpt2", dict(n_layer=1, n_embd=16, n_head=2), tok, 64).eval(), tok
+
+
 def _resolve(value, model, ro):
     """The stand-ins of CASES and EXTRA made real: the model, the tokenizer, a rollout's tensors or bad ones."""
     if not isinstance(value, str):
@@ -388,6 +404,8 @@ def _resolve(value, model, ro):
     policy, tok = model
     if value == "JUDGE":
         return judge_model.make_judge(tok, judge_model.JudgeConfig(n_layer=1, n_embd=16, n_head=2))
+    if value in ("LOOKUP_MODEL", "LOOKUP_TOK"):
+        return _lookup_model()[value == "LOOKUP_TOK"]
     return {"MODEL": policy, "TOK": tok, "MODELS": {"base": policy}, "prompt_ids": ro.prompt_ids,
             "prompt_mask": ro.prompt_mask,
             "completion_ids": ro.completion_ids, "completion_mask": ro.completion_mask,

@@ -55,20 +55,23 @@ def world(version=0):
 def group_of(key):
     """The GROUPS name of `key` ('#37'), or ValueError for a key the table does not hold."""
     for name, keys in GROUPS.items():
-        if key in keys:
+        if isinstance(key, str) and key in keys:
             return name
     raise ValueError(f"group_of: {key!r} is not a key of the table (KEYS: '#00' to '#99')")
 
 
 def format_prompt(key, a):
-    return f"{key}+{a}:"
+    """'#37+478:' for key '#37' and a = 478."""
+    if key not in KEYS:
+        raise ValueError(f"format_prompt: key {key!r} is not a key of the table (KEYS: '#00' to '#99')")
+    return f"{key}+{checks.number('format_prompt', 'a', a, lo=0, hi=10**6, integer=True)}:"
 
 
 def load_split(name, version=1, per_key=None):
     """The rows of split `name` ('train', 'valid' or 'test'), answers in world(version): prompt, answer (str), key,
     a, group. per_key: the first that many values of a for each key (all of SPLITS[name], 330, by default)."""
-    if name not in SPLITS:
-        raise ValueError(f"load_split: unknown split {name!r}; allowed: {sorted(SPLITS)}")
+    if not isinstance(name, str) or name not in SPLITS:
+        raise ValueError(f"load_split: name {name!r} is not a split; allowed: {sorted(SPLITS)}")
     table = world(version)
     values = list(SPLITS[name])[:checks.number("load_split", "per_key", per_key, lo=1, integer=True)
                                 if per_key is not None else None]
