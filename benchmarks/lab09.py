@@ -72,6 +72,19 @@ in the pre-training world), GRPO in world(1), where half of the known facts have
   changes   (b) outcome within 0.05 of grounded on world 2's 'known, changed after RL' on every seed: the outcome
             check was enough here; (a) lookup off within 0.1 of the tool arms on never-memorised keys: the lookup
             brought nothing; (c) the one-call arm's cut share under 0.1 at its first step: the cap did not bind
+  after the runs: (a) and (c) held; (b)'s "changes" line fired (outcome 0.88-0.91 against grounded 0.90-0.91 on
+  world 2's later-changed facts): outcome RL also moved every known fact to lookups (lookup share 0.96-0.97).
+  Second five lines, before the added arms ran:
+  claim     the outcome check taught lookups because a quarter of the facts had changed by RL time, so memory
+            was paid less than the lookup; where no fact has changed during training, an outcome check cannot tell
+            a remembered fact from a looked-up one, and the grounding check is what keeps the lookup
+  control   the same two checks in the pre-training world ("outcome, no change by RL", "grounded, no change by
+            RL"), judged in worlds 1 and 2 as before
+  baseline  the starting model; the first two arms (RL in world 1)
+  matched   model, steps, batch, lr, seeds, prompts (answers in world 0), evaluation
+  changes   outcome, no change by RL ending with memory under 0.1 of the known facts' samples and within 0.05 of
+            its grounded twin on world 2 on every seed: the lookup route won on its own (memory recalled less
+            reliably than the lookup), and grounding added nothing here either
 
 verifier-size: a small model with a better verifier against a larger one with a worse verifier, at equal compute
 (FLOPs: utils.models.cost.step_flops, whose per-token cost is proportional to the parameters). The small model is
@@ -123,8 +136,11 @@ TOOL_CONFIG = dict(steps=60, batch_size=64, group_size=8, lr=1e-4, temperature=1
 TOOL_CONDITIONS = ("tool", "tool, gameable", "no tool")
 TOOL_ADDED = {"tool, fails open": 200, "tool, 200 steps": 200}   # issue 57 item 4: {condition: its own steps}
 LOOKUP_CONFIG = dict(TOOL_CONFIG, steps=100, max_new_tokens=40)
-LOOKUP_CONDITIONS = {"outcome": ("outcome", 2, True), "grounded": ("grounded", 2, True),
-                     "lookup off": ("outcome", 2, False), "one call allowed": ("outcome", 1, True)}
+LOOKUP_CONDITIONS = {"outcome": ("outcome", 2, True, 1), "grounded": ("grounded", 2, True, 1),   # (reward,
+                     "lookup off": ("outcome", 2, False, 1), "one call allowed": ("outcome", 1, True, 1),  # calls,
+                     # added after the first runs (second five lines): RL in the pre-training world   # lookup on,
+                     "outcome, no change by RL": ("outcome", 2, True, 0),                          # RL's world)
+                     "grounded, no change by RL": ("grounded", 2, True, 0)}
 LOOKUP_EVAL = dict(per_key=4, k=4)   # 400 test prompts, 4 samples each
 SIZE_CONFIG = dict(TOOL_CONFIG)
 SIZE_STEPS = 90                     # the small model's steps; the large model's are set by FLOPs (size_steps)
@@ -202,7 +218,7 @@ def tool_run(condition, seed, steps):
 def lookup_env(condition, version):
     """(table, max_calls) of the condition's environment in world `version`."""
     from utils.tasks import lookup
-    _, max_calls, on = LOOKUP_CONDITIONS[condition]
+    _, max_calls, on, _ = LOOKUP_CONDITIONS[condition]
     return (lookup.world(version) if on else {}), max_calls
 
 
@@ -230,9 +246,10 @@ def lookup_run(condition, seed, steps):
 
     setup(seed, quiet=True)
     model, tok = load_policy(LOOKUP)
-    train = lookup.load_split("train", version=1)
+    rl_world = LOOKUP_CONDITIONS[condition][3]
+    train = lookup.load_split("train", version=rl_world)
     cfg = GRPOConfig(**dict(LOOKUP_CONFIG, steps=steps, seed=seed))
-    table, max_calls = lookup_env(condition, 1)
+    table, max_calls = lookup_env(condition, rl_world)
     rollout = ToolRollout(columns={"key": list(train["key"]), "a": list(train["a"])}, table=table,
                           max_calls=max_calls)
     reward = grounded_reward if LOOKUP_CONDITIONS[condition][0] == "grounded" else outcome_reward
@@ -355,7 +372,7 @@ def main():
         steps = args.steps or LOOKUP_CONFIG["steps"]
         conditions = args.conditions or list(LOOKUP_CONDITIONS)
         m, tok = load_policy(LOOKUP)
-        base = {c: lookup_eval(m, tok, c) for c in LOOKUP_CONDITIONS}
+        base = {c: lookup_eval(m, tok, c) for c in ("outcome", "lookup off", "one call allowed")}
         for c, b in base.items():
             print(f"start, {c:17s}: " + "  ".join(f"world {v} {b[f'world {v}']['all']['pass@1']:.3f}" for v in (1, 2)))
         runs = run_all(lookup_run, [(c, s, steps) for c in conditions for s in args.seeds], args.jobs, args.threads)
@@ -365,6 +382,10 @@ def main():
                 f"world {v} {f[f'world {v}']['all']['pass@1']:.3f}" for v in (1, 2))
                 + f"  ({r['seconds']:.0f} s)", flush=True)
         payload = {"config": LOOKUP_CONFIG, "eval": LOOKUP_EVAL, "seeds": args.seeds, "base": base, "runs": runs}
+        if args.add and args.conditions and steps == LOOKUP_CONFIG["steps"] and args.seeds == [0, 1, 2]:
+            from benchmarks.common import add_runs
+            add_runs("lab09", args.part, runs, environment())
+            return
         full = steps == LOOKUP_CONFIG["steps"] and not args.conditions and args.seeds == [0, 1, 2]
     elif args.part == "verifier-size":
         from utils.eval.traces import trace_metrics
