@@ -187,7 +187,8 @@ def test_size_names_reach_the_build_script(tmp_path):
 
 # ---------------------------------------------------------------- the check model (Lab 06) and the mix model (Lab 07)
 @pytest.mark.parametrize("name, task", [("rlvr-check", "scratchpad-check"), ("rlvr-mix", "mix"),
-                                        ("rlvr-tool", "tool"), ("rlvr-program", "programs")])
+                                        ("rlvr-tool", "tool"), ("rlvr-lookup", "lookup"),
+                                        ("rlvr-program", "programs")])
 def test_shipped_check_and_mix_models_are_what_the_script_builds(name, task):
     """Each loads by name; its build log holds its task's recipe (TASKS) and it stopped at the first check that
     reached the targets (the mix model: the three tasks' mean, and none below target_min)."""
