@@ -122,7 +122,7 @@ CASES = {
     "proposer.band_share": (proposer.band_share, dict(p=0.5, band=(0.25, 0.75), group_size=8), lambda r: 0 <= r <= 1),
     "proposer.fixed_solver_run": (proposer.fixed_solver_run, dict(rates=[0.5, [0.0, 1.0]], kind="rzero", lr=1.0,
                                                                   steps=3, batch=4, group_size=8, seed=0),
-                                  lambda r: r.shape == (4, 2) and np.allclose(r.sum(1), 1)),
+                                  lambda r: r.ndim == 2 and r.shape[0] == 4 and np.allclose(r.sum(1), 1)),  # any kinds
     "tasks.make_splits": (tasks.make_splits, dict(seed=0, sizes={"train": 10, "test": 5}), None),
     "curation.sweet_spot": (curation.sweet_spot, dict(rates=[0.1, 0.5, 0.9], lo=0.3, hi=0.7), None),
     "curation.random_subset": (curation.random_subset, dict(n_total=10, size=3, seed=0), lambda r: len(r) == 3),
@@ -396,7 +396,8 @@ CASES.update({
     "lookup.group_of": (lookup.group_of, dict(key="#00"), lambda r: r in lookup.GROUPS),
     "lookup.format_prompt": (lookup.format_prompt, dict(key="#37", a=478),
                              lambda r: isinstance(r, str) and r.startswith("#37+") and r.endswith(":")),
-    "lookup.load_split": (lookup.load_split, dict(name="test", version=1, per_key=1), lambda r: len(r) == 100),
+    "lookup.load_split": (lookup.load_split, dict(name="test", version=1, per_key=1),
+                          lambda r: len(r) > 0 and len(r) % 100 == 0),
     "scratchpad.format_prompt": (scratchpad.format_prompt, dict(a=478, b=356),
                                  lambda r: isinstance(r, str) and r.endswith(":")),
     "scratchpad.steps_for": (scratchpad.steps_for, dict(a=478, b=356), lambda r: isinstance(r, list) and r),
