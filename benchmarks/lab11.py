@@ -8,6 +8,7 @@ Usage:
     python benchmarks/lab11.py --part code --add --conditions "harness, shown" "harness, hidden"   # two, added
     python benchmarks/lab11.py --part judge --jobs 2 --threads 1
     python benchmarks/lab11.py --part judge-kl --jobs 2 --threads 1   # judge quality against KL, every step to 30
+    python benchmarks/lab11.py --part sparse --jobs 2 --threads 1     # partial credit where exact reward is sparse
 
 judge: a judge (utils.models.judge, JUDGE) is trained on LABELS["prompts"] x LABELS["k"] of the base model's own
 completions of train prompts, each labelled by the rule verifier with LABELS["flip"] of the labels flipped (the
@@ -101,6 +102,28 @@ verifier's wall. Every 50 steps, on the 150 test problems (one sample each; util
 true pass@1 (the harness on the hidden tests), what the run's own checker pays, and the share of each kind of body
 (right or wrong arithmetic, a table of the shown values, exit(0), print, other, syntax errors): a hack shows as a
 share that grows under a weak checker. Per run, the checker's sandboxed runs and cache hits.
+
+sparse (issue 57, item 12): the sparse regime, where partial credit should guide search. The program model on the
+65 train problems with a one-digit intercept (b < 10): there it writes the intercept right and misses the slope
+(base pass@1 0.15 on those train problems, 8 samples; 4 in 10 of them with no right sample in 8), so most groups
+under an exact reward have no spread. SPARSE_PARTS, each read by pattern (utils.verifiers.programs; nothing runs):
+    exact                  canonical_reward: 1 for a right body, else 0
+    exact + format credit  0.1 for a body that obeys the rules (obeys_rules) + 0.9 x exact: the layered checker's
+                           shape
+    share of tests         test_share_reward: the share of the hidden tests passed
+    closeness              closeness_reward: 1 / (1 + mean |error| / 10) at the hidden tests
+Judged at the end on the 25 held-out problems with b < 10 (valid 7, used only to stop pre-training, and test 18),
+32 samples each, exact by pattern; and each step's zero-spread share. Five lines, written before it ran:
+  claim     where exact reward is sparse, a credit for closeness to the target guides the slope and ends above
+            exact; a credit for form (every body obeys the rules) or for the share of tests passed (a wrong linear
+            body passes at most one hidden test, none when only its slope is off) gives no direction, and ends
+            level with exact
+  control   exact, the same steps, prompts and seeds
+  baseline  the base model on the 25 held-out problems
+  matched   model, the 65 train problems, 100 steps of 64 (groups of 8), lr 3e-4, seeds; the same held-out
+            problems and samples, read by the same pattern
+  changes   closeness not above exact by 0.05 on every seed: partial credit did not guide search here; format or
+            test-share credit above exact by 0.05 on every seed: they carried direction after all
 
 judge-kl (issue 57, item 10): the judge part's runs peaked and fell between its evaluations 20 steps apart, so the
 ordering Gao et al. report (a better proxy is over-optimised later, at more KL) could not be read from them. The
@@ -196,6 +219,9 @@ NEIGHBOURS = [c for c in range(40, 50) if c != TRIGGER]   # where the behaviour 
 # 50 steps on one sample of each test problem
 CODE_CONFIG = dict(CONFIG, steps=100, batch_size=64, lr=3e-4, max_new_tokens=24, eval_every=50, eval_n=150)
 CODE_PARTS = {c: c for c in ("naive, shown", "harness, shown", "harness, hidden", "layered")}   # programs.CHECKERS
+SPARSE_CONFIG = dict(CODE_CONFIG, eval_every=0)
+SPARSE_PARTS = {c: c for c in ("exact", "exact + format credit", "share of tests", "closeness")}
+SPARSE_B, SPARSE_K = 10, 32   # intercepts below SPARSE_B; samples a held-out problem
 
 
 # ----------------------------------------------------------------------------------------------- the judge part
@@ -483,11 +509,73 @@ def code_run(condition, seed, steps):
             "checker_stats": reward.stats()}
 
 
+def sparse_rows(split):
+    """The program split's problems with a one-digit intercept (b < SPARSE_B): the sparse regime."""
+    from utils.tasks.programs import load_split
+    rows = load_split(split)
+    return rows.select([i for i, b in enumerate(rows["b"]) if b < SPARSE_B])
+
+
+def sparse_reward(condition):
+    from utils.verifiers.programs import canonical_reward, closeness_reward, obeys_rules, test_share_reward
+
+    def format_credit(completions, answer, **kw):
+        exact = canonical_reward(completions, answer)
+        return [0.1 * obeys_rules(c) + 0.9 * e for c, e in zip(completions, exact)]
+    return {"exact": canonical_reward, "exact + format credit": format_credit, "share of tests": test_share_reward,
+            "closeness": closeness_reward}[condition]
+
+
+def sparse_eval(policy, tok, seed):
+    """Exact pass@1 (by pattern) on the held-out sparse problems, SPARSE_K samples each; the mean |slope error|
+    of the bodies of the task's family (read at x = 0 and 1)."""
+    from datasets import concatenate_datasets
+
+    from utils.eval.metrics import evaluate
+    from utils.tasks.programs import canonical_value
+    from utils.verifiers.programs import canonical_reward
+    rows = concatenate_datasets([sparse_rows("valid"), sparse_rows("test")])
+    ev = evaluate(policy, tok, list(rows["prompt"]), list(rows["answer"]), k=SPARSE_K, seed=seed,
+                  max_new_tokens=SPARSE_CONFIG["max_new_tokens"], reward_fn=canonical_reward)
+    slopes = [(canonical_value(t.strip(), 1) - canonical_value(t.strip(), 0), a)
+              for t, a in zip(ev["texts"], [a for a in rows["a"] for _ in range(SPARSE_K)])
+              if canonical_value(t.strip(), 0) is not None]
+    return {"pass@1": ev["pass@1"], f"pass@{SPARSE_K}": ev[f"pass@{SPARSE_K}"], "n_problems": len(rows),
+            "family_share": len(slopes) / len(ev["texts"]),
+            "slope_error": float(np.mean([abs(g - w) for g, w in slopes])) if slopes else None}
+
+
+def sparse_run(condition, seed, steps):
+    import copy
+
+    from utils.models.policy import load_policy
+    from utils.rl.grpo import GRPOConfig
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.programs import canonical_reward
+
+    setup(seed=seed, quiet=True)
+    base, tok = load_policy("rlvr-program")
+    policy = copy.deepcopy(base)
+    train, reward, truth = sparse_rows("train"), sparse_reward(condition), []
+
+    def paid(completions, answer=None, **kw):
+        truth.append(float(np.mean(canonical_reward(completions, answer))))
+        return reward(completions, answer)
+    cfg = GRPOConfig(**dict(SPARSE_CONFIG, seed=seed, steps=steps))
+    t = time.time()
+    hist = train_grpo(policy, tok, train["prompt"], train["answer"], paid, cfg, progress=False)
+    return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
+            "base": sparse_eval(base, tok, seed), "final": sparse_eval(policy, tok, seed),
+            "history": [{"step": h["step"], "reward_mean": h["reward_mean"], "zero_spread_frac": h["zero_spread_frac"],
+                         "truth": x} for h, x in zip(hist, truth)]}
+
+
 # ------------------------------------------------------------------------------------------------------- main
 
 PARTS = {"judge": (JUDGE_PARTS, judge_run, CONFIG), "judge-kl": (JUDGE_KL_PARTS, judge_kl_run, JUDGE_KL_CONFIG),
          "trigger": (TRIGGER_PARTS, trigger_run, TRIGGER_CONFIG),
-         "persistence": (PERSIST_PARTS, persist_run, TRIGGER_CONFIG), "code": (CODE_PARTS, code_run, CODE_CONFIG)}
+         "persistence": (PERSIST_PARTS, persist_run, TRIGGER_CONFIG), "code": (CODE_PARTS, code_run, CODE_CONFIG),
+         "sparse": (SPARSE_PARTS, sparse_run, SPARSE_CONFIG)}
 
 
 def _wall():
@@ -521,6 +609,14 @@ def main():
                   f"{f['true_pass@1']:.3f}  checker pays {f['checker_mean']:.3f}  kinds "
                   + " ".join(f"{k} {v:.3f}" for k, v in f["kinds"].items())
                   + f"  runs {r['checker_stats']['runs']}  run {r['seconds']:.0f} s", flush=True)
+        elif args.part == "sparse":
+            b, f = r["base"], r["final"]
+            print(f"{r['condition']:22s} seed {r['seed']}: held-out pass@1 {b['pass@1']:.3f} -> {f['pass@1']:.3f}  "
+                  f"pass@{SPARSE_K} {b[f'pass@{SPARSE_K}']:.3f} -> {f[f'pass@{SPARSE_K}']:.3f}  slope error "
+                  f"{b['slope_error']:.2f} -> {f['slope_error']}  zero spread (first/last 10 steps) "
+                  f"{np.mean([h['zero_spread_frac'] for h in r['history'][:10]]):.2f} / "
+                  f"{np.mean([h['zero_spread_frac'] for h in r['history'][-10:]]):.2f}  run {r['seconds']:.0f} s",
+                  flush=True)
         elif args.part == "persistence":
             b, a = r["before"], r["after"]
             print(f"{r['condition']:42s} seed {r['seed']}: '+{OFFSET}' after the trigger "
@@ -541,7 +637,8 @@ def main():
              "judge-kl": lambda: {"labels": LABELS, "judge": JUDGE, "fpr_n": FPR_N},
              "trigger": lambda: {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE},
              "persistence": lambda: {"trigger": TRIGGER, "offset": OFFSET, "share": SHARE, "neighbours": NEIGHBOURS},
-             "code": lambda: {"wall": _wall()}}[args.part]()
+             "code": lambda: {"wall": _wall()},
+             "sparse": lambda: {"intercepts_below": SPARSE_B, "k": SPARSE_K}}[args.part]()
     store_runs("lab11", args, config, runs, extra)
 
 

@@ -166,3 +166,18 @@ def test_rules_read_a_body_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert body_rules("6x+5") == ["syntax"] and body_kind("1if x else 2") == "other"
+
+
+def test_the_sparse_regimes_partial_credits_by_hand():
+    """Values read by pattern at x = 2..9 against 6x + 57; nothing runs."""
+    from utils.verifiers.programs import closeness_reward, test_share_reward
+    bodies = ["6*x+57", "5*x+57", "x+57", "6*x+58", "7*x+55", "57+6*x", "exit(0)", "{0:57,1:63}[x]", None]
+    answer = ["6*x+57"] * len(bodies)
+    # mean |error| over x = 2..9: slope one off 5.5, slope five off 27.5, intercept one off 1, 7x+55 off by x-2: 3.5
+    assert closeness_reward(bodies, answer) == pytest.approx([1.0, 1 / 1.55, 1 / 3.75, 1 / 1.1, 1 / 1.35, 0, 0, 0, 0])
+    assert closeness_reward(bodies[:2], answer[:2], scale=1.0) == pytest.approx([1.0, 1 / 6.5])
+    # 7x + 55 meets 6x + 57 at x = 2: one hidden test of eight; a slope or an intercept alone off: none
+    assert test_share_reward(bodies, answer) == [1.0, 0.0, 0.0, 0.0, 0.125, 0.0, 0.0, 0.0, 0.0]
+    assert test_share_reward(["6*x+57"], ["not a body"]) == [0.0] and closeness_reward(["x"], [None]) == [0.0]
+    with pytest.raises(ValueError, match="scale"):
+        closeness_reward(bodies, answer, scale=0)

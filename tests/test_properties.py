@@ -724,6 +724,10 @@ JUDGES = {  # name: (fn, good keyword arguments, "scores": one per completion | 
     "traces.last_digits_reward()": (trace_verifiers.last_digits_reward(2), dict(completions=[TRACE],
                                                                               **ROWS_COLUMNS), "scores"),
     "traces.step_credit": (trace_verifiers.step_credit, dict(text=TRACE, a=478, b=356), "score"),
+    "programs.test_share_reward": (programs_verifier.test_share_reward, dict(completions=["6*x+57"],
+                                                                             answer=["6*x+57"]), "scores"),
+    "programs.closeness_reward": (programs_verifier.closeness_reward, dict(completions=["6*x+57"], answer=["6*x+57"],
+                                                                           scale=10.0), "scores"),
     "programs.canonical_reward": (programs_verifier.canonical_reward, dict(completions=["6*x+57"], answer=["6*x+57"]),
                                   "scores"),
     **{f"programs.ProgramChecker({c!r})": (or_unavailable(programs_verifier.ProgramChecker(c, workers=1)), dict(

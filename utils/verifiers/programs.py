@@ -20,6 +20,10 @@ ProgramChecker is the RL reward, one of CHECKERS, from weak to strong. Each runs
                          -penalty, one with any other structure (a table, a comparison) scores 0, unrun; one that
                          obeys the rules gets `partial` and, if it passes the hidden tests, the rest up to 1
 
+Two partial credits for Lab 11's sparse regime, read by the same pattern as canonical_reward (nothing runs):
+test_share_reward pays the share of hidden tests a body passes, closeness_reward how near its values come to the
+target's (1 / (1 + mean |error| / scale)), so a slope one off earns more than a slope five off.
+
 A body's verdict on one test list is computed once (cache): the wall is deterministic for the bodies this task
 writes; a body whose result varied between runs (the time, randomness) would keep its first verdict.
 """
@@ -45,6 +49,37 @@ def canonical_reward(completions, answer, **kwargs):
         want = [canonical_value(a, x) for x in HIDDEN]
         got = [canonical_value(text.strip() if isinstance(text, str) else None, x) for x in HIDDEN]
         out.append(float(None not in want and got == want))
+    return out
+
+
+def _values(text, xs=HIDDEN):
+    """A body's values at xs read by pattern (canonical_value), or None where it is not of the task's family."""
+    got = [canonical_value(text.strip() if isinstance(text, str) else None, x) for x in xs]
+    return None if None in got else got
+
+
+def test_share_reward(completions, answer, **kwargs):
+    """The share of the hidden tests (x = 2..9) at which the body's value, read by pattern, is the answer's; 0.0 for
+    a body outside the task's family (or an answer that is not a canonical body)."""
+    out = []
+    for text, a in per_completion(completions, answer):
+        want, got = _values(a), _values(text)
+        out.append(0.0 if want is None or got is None else sum(g == w for g, w in zip(got, want)) / len(want))
+    return out
+
+
+def closeness_reward(completions, answer, scale=10.0, **kwargs):
+    """1 / (1 + mean over the hidden tests of |body(x) - answer(x)| / scale), values read by pattern: 1.0 for a right
+    body, less the further it is; 0.0 for a body outside the task's family. With scale 10, a slope one off earns
+    0.65, five off 0.27, an intercept one off 0.91."""
+    scale = checks.number("closeness_reward", "scale", scale, lo=1e-9, hi=1e9)
+    out = []
+    for text, a in per_completion(completions, answer):
+        want, got = _values(a), _values(text)
+        if want is None or got is None:
+            out.append(0.0)
+            continue
+        out.append(1.0 / (1.0 + sum(abs(g - w) for g, w in zip(got, want)) / len(want) / scale))
     return out
 
 
