@@ -139,8 +139,11 @@ def test_lookup_metrics_by_hand(tok, monkeypatch):
     torch.manual_seed(0)
     model = make_model("gpt2", dict(n_layer=1, n_embd=32, n_head=2), tok, 64)
     m = et.lookup_metrics(model, tok, rows, {}, k=2, max_new_tokens=8)
-    assert m["g1"] == {"pass@1": 1.0, "looked_up": 0.5, "memory": 0.5, "grounded": 0.5, "answered": 1.0}
-    assert m["g2"] == {"pass@1": 0.0, "looked_up": 0.5, "memory": 0.0, "grounded": 0.0, "answered": 0.5}
-    assert m["all"] == {"pass@1": 0.5, "looked_up": 0.5, "memory": 0.25, "grounded": 0.25, "answered": 0.75}
+    assert m["g1"] == {"pass@1": 1.0, "looked_up": 0.5, "memory": 0.5, "grounded": 0.5, "answered": 1.0,
+                       "memory_right": 1.0, "lookup_right": 1.0}
+    assert m["g2"] == {"pass@1": 0.0, "looked_up": 0.5, "memory": 0.0, "grounded": 0.0, "answered": 0.5,
+                       "memory_right": None, "lookup_right": 0.0}
+    assert m["all"] == {"pass@1": 0.5, "looked_up": 0.5, "memory": 0.25, "grounded": 0.25, "answered": 0.75,
+                        "memory_right": 1.0, "lookup_right": 0.5}
     with pytest.raises(ValueError, match="group"):
         et.lookup_metrics(model, tok, rows.remove_columns("group"), {}, k=2, max_new_tokens=8)

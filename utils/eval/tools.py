@@ -59,6 +59,8 @@ def lookup_metrics(model, tokenizer, rows, table, k=4, seed=0, max_new_tokens=40
     memory     an answer, and no lookup of any key: the fact came from the weights
     grounded   grounded_reward: looked up, and the answer is that reply plus the prompt's number
     answered   an answer after the last '>' at all (a cut or runaway episode has none)
+    memory_right, lookup_right   pass@1 among the samples from memory, and among those that looked the prompt's
+               key up (None where there are none): each route's accuracy
     """
     from utils.verifiers.tools import grounded_reward
 
@@ -85,4 +87,7 @@ def lookup_metrics(model, tokenizer, rows, table, k=4, seed=0, max_new_tokens=40
     for g in sorted(set(groups)) + ["all"]:
         pick = [i for i, gi in enumerate(groups) if g in ("all", gi)]
         out[g] = {m: float(np.mean([v[i] for i in pick])) for m, v in per.items()}
+        for route, m in (("memory", "memory_right"), ("looked_up", "lookup_right")):
+            took = [per["pass@1"][i] for i in pick if per[route][i]]
+            out[g][m] = float(np.mean(took)) if took else None
     return out
