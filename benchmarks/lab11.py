@@ -125,6 +125,17 @@ Judged at the end on the 25 held-out problems with b < 10 (valid 7, used only to
   changes   closeness not above exact by 0.05 on every seed: partial credit did not guide search here; format or
             test-share credit above exact by 0.05 on every seed: they carried direction after all
 
+  after it ran: the "changes" line fired, and more: every arm fell (held-out pass@1 from 0.056-0.062 to
+  0.000-0.105, pass@32 from 0.64-0.80 to 0.00-0.24; closeness 0.000 on every seed). At lr 3e-4 this recipe
+  collapses here, so the comparison says little about guidance. Second five lines, before the arms at lr 1e-4
+  (each arm again, its name with ", lr 1e-4"):
+  claim     at Lab 01's rate the exact reward no longer collapses, and closeness, by guiding the slope, ends above it
+  control   exact at lr 1e-4, the same steps, prompts and seeds
+  baseline  the base model (0.056-0.062 held-out pass@1, pass@32 0.64-0.80)
+  matched   as above, lr 1e-4 for every arm
+  changes   exact at lr 1e-4 below the base model's pass@32 on every seed: the regime collapses at either rate and
+            the lab says so; closeness not above exact by 0.05 on every seed: it did not guide search here
+
 judge-kl (issue 57, item 10): the judge part's runs peaked and fell between its evaluations 20 steps apart, so the
 ordering Gao et al. report (a better proxy is over-optimised later, at more KL) could not be read from them. The
 first 30 steps against each judge of JUDGE_KL_PARTS, evaluated every step, with the KL to the base model a token
@@ -221,6 +232,8 @@ CODE_CONFIG = dict(CONFIG, steps=100, batch_size=64, lr=3e-4, max_new_tokens=24,
 CODE_PARTS = {c: c for c in ("naive, shown", "harness, shown", "harness, hidden", "layered")}   # programs.CHECKERS
 SPARSE_CONFIG = dict(CODE_CONFIG, eval_every=0)
 SPARSE_PARTS = {c: c for c in ("exact", "exact + format credit", "share of tests", "closeness")}
+SPARSE_PARTS |= {f"{c}, lr 1e-4": c for c in SPARSE_PARTS}   # added after the first runs (second five lines)
+SPARSE_LR = {c: 1e-4 for c in SPARSE_PARTS if c.endswith("lr 1e-4")}
 SPARSE_B, SPARSE_K = 10, 32   # intercepts below SPARSE_B; samples a held-out problem
 
 
@@ -540,9 +553,12 @@ def sparse_eval(policy, tok, seed):
     slopes = [(canonical_value(t.strip(), 1) - canonical_value(t.strip(), 0), a)
               for t, a in zip(ev["texts"], [a for a in rows["a"] for _ in range(SPARSE_K)])
               if canonical_value(t.strip(), 0) is not None]
+    from collections import Counter
     return {"pass@1": ev["pass@1"], f"pass@{SPARSE_K}": ev[f"pass@{SPARSE_K}"], "n_problems": len(rows),
             "family_share": len(slopes) / len(ev["texts"]),
-            "slope_error": float(np.mean([abs(g - w) for g, w in slopes])) if slopes else None}
+            "slope_error": float(np.mean([abs(g - w) for g, w in slopes])) if slopes else None,
+            "top_bodies": {p: Counter(t.strip() for t in ev["texts"][i * SPARSE_K:(i + 1) * SPARSE_K]).most_common(3)
+                           for i, p in enumerate(rows["prompt"][:3])}}
 
 
 def sparse_run(condition, seed, steps):
@@ -556,12 +572,12 @@ def sparse_run(condition, seed, steps):
     setup(seed=seed, quiet=True)
     base, tok = load_policy("rlvr-program")
     policy = copy.deepcopy(base)
-    train, reward, truth = sparse_rows("train"), sparse_reward(condition), []
+    train, reward, truth = sparse_rows("train"), sparse_reward(SPARSE_PARTS[condition]), []
 
     def paid(completions, answer=None, **kw):
         truth.append(float(np.mean(canonical_reward(completions, answer))))
         return reward(completions, answer)
-    cfg = GRPOConfig(**dict(SPARSE_CONFIG, seed=seed, steps=steps))
+    cfg = GRPOConfig(**dict(SPARSE_CONFIG, seed=seed, steps=steps, lr=SPARSE_LR.get(condition, SPARSE_CONFIG["lr"])))
     t = time.time()
     hist = train_grpo(policy, tok, train["prompt"], train["answer"], paid, cfg, progress=False)
     return {"condition": condition, "seed": seed, "steps": len(hist), "seconds": time.time() - t,
