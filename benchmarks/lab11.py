@@ -558,7 +558,9 @@ def sparse_eval(policy, tok, seed):
             "family_share": len(slopes) / len(ev["texts"]),
             "slope_error": float(np.mean([abs(g - w) for g, w in slopes])) if slopes else None,
             "top_bodies": {p: Counter(t.strip() for t in ev["texts"][i * SPARSE_K:(i + 1) * SPARSE_K]).most_common(3)
-                           for i, p in enumerate(rows["prompt"][:3])}}
+                           for i, p in enumerate(rows["prompt"][:3])},
+            "slopes_written": dict(sorted(Counter(g for g, _ in slopes).items())),
+            "slopes_wanted": dict(sorted(Counter(w for _, w in slopes).items()))}
 
 
 def sparse_run(condition, seed, steps):
