@@ -198,7 +198,6 @@ def tool_run(condition, seed, steps):
     from utils.eval.tools import episode_metrics
     from utils.models.policy import TOOL, TRACE, load_policy
     from utils.rl.grpo import GRPOConfig
-    from utils.rl.loop import train_grpo
     from utils.rl.rollout import GroupRollout, ToolRollout
     from utils.tasks import scratchpad
     from utils.verifiers.tools import tool_echo_reward, tool_fail_open_reward
@@ -213,7 +212,21 @@ def tool_run(condition, seed, steps):
     rollout = ToolRollout(columns=columns) if tool else GroupRollout(columns=columns)
     reward = {"tool, gameable": tool_echo_reward, "tool, fails open": tool_fail_open_reward}.get(condition,
                                                                                                  outcome_reward)
-    truth = []   # each step's share of right answers, whatever the run is paid by
+    history, seconds = train_tool(model, tok, train, reward, cfg, rollout)
+    final = {split: episode_metrics(model, tok, scratchpad.load_split(split), k=k, tool=tool, seed=0,
+                                    max_new_tokens=cfg.max_new_tokens)
+             for split, k in (("test", TEST_K), ("ood", OOD_K))}
+    return {"condition": condition, "seed": seed, "steps": steps, "seconds": seconds, "final": final,
+            "history": history}
+
+
+def train_tool(model, tok, train, reward, cfg, rollout):
+    """GRPO on train's prompts paid by `reward`, with outcome_reward's verdicts recorded beside it: (each step's
+    record, its tool numbers and the share of its batch right ("truth"), whatever the run is paid by; seconds)."""
+    from utils.rl.loop import train_grpo
+    from utils.verifiers.traces import outcome_reward
+
+    truth = []
 
     def paid(completions, answer=None, **kw):
         truth.append(float(sum(outcome_reward(completions, answer)) / len(completions)))
@@ -221,14 +234,9 @@ def tool_run(condition, seed, steps):
     t = time.time()
     hist = train_grpo(model, tok, train["prompt"], train["answer"], paid, cfg, rollout=rollout, progress=False,
                       correct_fn=outcome_reward)
-    seconds = time.time() - t
-    final = {split: episode_metrics(model, tok, scratchpad.load_split(split), k=k, tool=tool, seed=0,
-                                    max_new_tokens=cfg.max_new_tokens)
-             for split, k in (("test", TEST_K), ("ood", OOD_K))}
-    keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac",
-            "tool_cut_frac")
-    return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1), "final": final,
-            "history": [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)]}
+    seconds = round(time.time() - t, 1)
+    keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac", "tool_cut_frac")
+    return [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)], seconds
 
 
 def lookup_env(condition, version):
@@ -259,7 +267,6 @@ def lookup_eval(model, tok, condition):
 def lookup_run(condition, seed, steps):
     from utils.models.policy import LOOKUP, load_policy
     from utils.rl.grpo import GRPOConfig
-    from utils.rl.loop import train_grpo
     from utils.rl.rollout import ToolRollout
     from utils.tasks import lookup
     from utils.verifiers.tools import grounded_reward
@@ -274,19 +281,9 @@ def lookup_run(condition, seed, steps):
     rollout = ToolRollout(columns={"key": list(train["key"]), "a": list(train["a"])}, table=table,
                           max_calls=max_calls)
     reward = grounded_reward if LOOKUP_CONDITIONS[condition][0] == "grounded" else outcome_reward
-    truth = []
-
-    def paid(completions, answer=None, **kw):
-        truth.append(float(sum(outcome_reward(completions, answer)) / len(completions)))
-        return reward(completions, answer=answer, **kw)
-    t = time.time()
-    hist = train_grpo(model, tok, train["prompt"], train["answer"], paid, cfg, rollout=rollout, progress=False,
-                      correct_fn=outcome_reward)
-    seconds = time.time() - t
-    keep = ("step", "reward_mean", "completion_len", "entropy", "tool_calls", "tool_error_frac", "tool_cut_frac")
-    return {"condition": condition, "seed": seed, "steps": steps, "seconds": round(seconds, 1),
-            "final": lookup_eval(model, tok, condition),
-            "history": [{x: h.get(x) for x in keep if x in h} | {"truth": t} for h, t in zip(hist, truth)]}
+    history, seconds = train_tool(model, tok, train, reward, cfg, rollout)
+    return {"condition": condition, "seed": seed, "steps": steps, "seconds": seconds,
+            "final": lookup_eval(model, tok, condition), "history": history}
 
 
 def size_steps(steps_small):

@@ -14,10 +14,8 @@ TRL's signature (signature.py) and never raise: anything that is not a readable 
                       and its answer is that reply plus the prompt's number: right, and read from the source.
                       A fact written from memory is not paid, even when it is still true
 """
-import math
-import numbers
-
 from utils.tasks.tools import ERROR, parse_episode
+from utils.verifiers.arithmetic import _target
 from utils.verifiers.signature import column, per_completion
 from utils.verifiers.traces import outcome_reward
 
@@ -56,13 +54,8 @@ def grounded_reward(completions, answer=None, key=None, a=None, **kwargs):
     for text, k, x in per_completion(completions, key, a):
         ep = parse_episode(text)
         replies = [r for e, r in ep["calls"] if e == k and r.isdigit()] if ep else []
-        x = _whole(x)
+        x = _target(x)   # a whole number in any form a column holds (478, 478.0, "478"), else None
         ok = bool(replies and x is not None and ep["answer"] == str(int(replies[-1]) + x))
         out.append(float(ok))
     return out
 
-
-def _whole(x):
-    """x as an int when it is a whole number (an int, 478.0, numpy's scalars), else None (a bool, text, nan)."""
-    ok = isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) and float(x).is_integer()
-    return int(x) if ok else None
